@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Effect } from "effect"
+import { run } from "./Root.js"
+
+run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain({ disableErrorReporting: true }))

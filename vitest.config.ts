@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    setupFiles: ["test/support/setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Two cores: swtpm, PostgreSQL and the servers under test share them with the workers.
+    pool: "forks",
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    reporters: ["default"]
+  }
+})
