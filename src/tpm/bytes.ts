@@ -1,0 +1,235 @@
+/**
+ * Byte helpers for TPM wire types: a bounds-checked cursor `Reader`, a growable `Writer`,
+ * comparison, hex and base64.
+ *
+ * The Reader throws an internal `ReadFailure` on overrun; `parseWith` is the single place that
+ * catches it and turns it into a `TpmParseError`, so no exception escapes a public parse function
+ * and the hot path pays no per-read allocation.
+ */
+import { timingSafeEqual } from "node:crypto"
+import { Either } from "effect"
+import { TpmParseError } from "./errors.js"
+
+/** Internal: thrown by Reader, caught by parseWith. Never escapes a public function. */
+class ReadFailure {
+  constructor(
+    readonly structure: string,
+    readonly offset: number,
+    readonly message: string
+  ) {}
+}
+
+export class Reader {
+  offset: number
+  /** Structure being parsed, named in failures; parse functions set it as they descend. */
+  structure: string
+  private readonly view: DataView
+
+  constructor(
+    readonly data: Uint8Array,
+    structure = "bytes",
+    offset = 0
+  ) {
+    this.offset = offset
+    this.structure = structure
+    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  }
+
+  get remaining(): number {
+    return this.data.length - this.offset
+  }
+
+  /** Fails the current parse with a message (throws the internal failure caught by parseWith). */
+  fail(message: string, structure: string = this.structure, offset: number = this.offset): never {
+    throw new ReadFailure(structure, offset, message)
+  }
+
+  private need(n: number, structure: string | undefined): number {
+    const at = this.offset
+    if (n < 0 || at + n > this.data.length) {
+      this.fail(`needs ${n} bytes, ${this.data.length - at} left`, structure ?? this.structure, at)
+    }
+    this.offset = at + n
+    return at
+  }
+
+  u8(structure?: string): number {
+    return this.view.getUint8(this.need(1, structure))
+  }
+  u16(structure?: string): number {
+    return this.view.getUint16(this.need(2, structure), false)
+  }
+  u32(structure?: string): number {
+    return this.view.getUint32(this.need(4, structure), false)
+  }
+  u64(structure?: string): bigint {
+    return this.view.getBigUint64(this.need(8, structure), false)
+  }
+  u16le(structure?: string): number {
+    return this.view.getUint16(this.need(2, structure), true)
+  }
+  u32le(structure?: string): number {
+    return this.view.getUint32(this.need(4, structure), true)
+  }
+  u64le(structure?: string): bigint {
+    return this.view.getBigUint64(this.need(8, structure), true)
+  }
+
+  /** A view (no copy) of the next n bytes. */
+  bytes(n: number, structure?: string): Uint8Array {
+    const at = this.need(n, structure)
+    return this.data.subarray(at, at + n)
+  }
+
+  /** A TPM2B: u16 size then that many bytes (a view). */
+  tpm2b(structure?: string): Uint8Array {
+    const size = this.u16(structure)
+    return this.bytes(size, structure)
+  }
+
+  /** Fails unless every byte was consumed. */
+  end(structure?: string): void {
+    if (this.offset !== this.data.length) {
+      this.fail(`${this.data.length - this.offset} trailing bytes`, structure ?? this.structure)
+    }
+  }
+}
+
+/** Runs a parse over `data`; overruns and `reader.fail` become a TpmParseError. */
+export const parseWith = <A>(
+  structure: string,
+  data: Uint8Array,
+  f: (r: Reader) => A
+): Either.Either<A, TpmParseError> => {
+  const r = new Reader(data, structure)
+  try {
+    return Either.right(f(r))
+  } catch (e) {
+    if (e instanceof ReadFailure) {
+      return Either.left(new TpmParseError({ structure: e.structure, offset: e.offset, message: e.message }))
+    }
+    return Either.left(new TpmParseError({ structure: r.structure, offset: r.offset, message: String(e) }))
+  }
+}
+
+/** Same as parseWith but for a reader already positioned inside a larger buffer. */
+export const parseAt = <A>(r: Reader, f: (r: Reader) => A): Either.Either<A, TpmParseError> => {
+  try {
+    return Either.right(f(r))
+  } catch (e) {
+    if (e instanceof ReadFailure) {
+      return Either.left(new TpmParseError({ structure: e.structure, offset: e.offset, message: e.message }))
+    }
+    return Either.left(new TpmParseError({ structure: r.structure, offset: r.offset, message: String(e) }))
+  }
+}
+
+/** Growable big/little-endian writer. */
+export class Writer {
+  private buf: Uint8Array
+  private view: DataView
+  length = 0
+
+  constructor(initial = 256) {
+    this.buf = new Uint8Array(initial)
+    this.view = new DataView(this.buf.buffer)
+  }
+
+  private ensure(n: number): number {
+    const at = this.length
+    if (at + n > this.buf.length) {
+      let size = this.buf.length * 2
+      while (size < at + n) size *= 2
+      const next = new Uint8Array(size)
+      next.set(this.buf.subarray(0, at))
+      this.buf = next
+      this.view = new DataView(next.buffer)
+    }
+    this.length = at + n
+    return at
+  }
+
+  u8(v: number): this {
+    this.view.setUint8(this.ensure(1), v)
+    return this
+  }
+  u16(v: number): this {
+    this.view.setUint16(this.ensure(2), v, false)
+    return this
+  }
+  u32(v: number): this {
+    this.view.setUint32(this.ensure(4), v, false)
+    return this
+  }
+  u64(v: bigint): this {
+    this.view.setBigUint64(this.ensure(8), v, false)
+    return this
+  }
+  u16le(v: number): this {
+    this.view.setUint16(this.ensure(2), v, true)
+    return this
+  }
+  u32le(v: number): this {
+    this.view.setUint32(this.ensure(4), v, true)
+    return this
+  }
+  u64le(v: bigint): this {
+    this.view.setBigUint64(this.ensure(8), v, true)
+    return this
+  }
+  bytes(b: Uint8Array): this {
+    this.buf.set(b, this.ensure(b.length))
+    return this
+  }
+  /** u16 size ‖ bytes. */
+  tpm2b(b: Uint8Array): this {
+    return this.u16(b.length).bytes(b)
+  }
+  /** A copy of what was written. */
+  finish(): Uint8Array {
+    return this.buf.slice(0, this.length)
+  }
+}
+
+export const concatBytes = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  let n = 0
+  for (const p of parts) n += p.length
+  const out = new Uint8Array(n)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/** Constant-time for equal lengths (secrets, HMACs, nonces); lengths are not secret. */
+export const equalBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.length === b.length && (a.length === 0 || timingSafeEqual(a, b))
+
+/** Plain comparison for public data where timing does not matter. */
+export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex")
+
+/** Decodes hex (optional 0x prefix); undefined when not valid hex. */
+export const fromHex = (s: string): Uint8Array | undefined => {
+  const h = s.startsWith("0x") || s.startsWith("0X") ? s.slice(2) : s
+  if (h.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(h)) return undefined
+  return new Uint8Array(Buffer.from(h, "hex"))
+}
+
+export const toBase64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")
+
+/** Strict base64 (standard alphabet, padding optional); undefined when malformed. */
+export const fromBase64 = (s: string): Uint8Array | undefined => {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 === 1) return undefined
+  return new Uint8Array(Buffer.from(s, "base64"))
+}
+
+/** A Uint8Array that owns exactly its bytes (a Buffer is a view over a pooled slab). */
+export const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b)
