@@ -1,0 +1,80 @@
+/**
+ * Branded wire values shared by every component: agent ids, base64 byte strings, nonces, PEM text.
+ * Messages say what is wrong in words a person can act on; the HTTP layer prefixes the field name.
+ */
+import { Schema } from "effect"
+
+/** Letters, digits, `-`, `_` and `.`: what Keylime's validators accept, and what fits a URL path unescaped. */
+const AGENT_ID = /^[A-Za-z0-9._-]{1,255}$/
+
+export const AgentId = Schema.String.pipe(
+  Schema.filter((s) => AGENT_ID.test(s), {
+    message: () => "agent id must be 1-255 characters of letters, digits, '-', '_' or '.'"
+  }),
+  Schema.brand("AgentId")
+).annotations({ identifier: "AgentId" })
+export type AgentId = typeof AgentId.Type
+
+export const isAgentId = Schema.is(AgentId)
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** Standard base64 with padding, as text (the wire form is kept so records echo what was sent). */
+export const Base64 = Schema.String.pipe(
+  Schema.filter((s) => BASE64.test(s), { message: () => "is not valid base64" }),
+  Schema.brand("Base64")
+).annotations({ identifier: "Base64" })
+export type Base64 = typeof Base64.Type
+
+/** Base64 text ⇄ bytes. Decoding is strict: Buffer.from alone would skip invalid characters. */
+export const Base64Bytes = Schema.transform(Base64, Schema.Uint8ArrayFromSelf, {
+  strict: true,
+  decode: (s) => new Uint8Array(Buffer.from(s, "base64")),
+  encode: (b) => Base64.make(Buffer.from(b).toString("base64"))
+}).annotations({ identifier: "Base64Bytes" })
+
+export const toBase64 = (bytes: Uint8Array): Base64 => Base64.make(Buffer.from(bytes).toString("base64"))
+
+/** Agent-endpoint nonces and challenges: 20 letters and digits (spec §8). */
+export const Nonce = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9]{20}$/, { message: () => "must be 20 letters and digits" }),
+  Schema.brand("Nonce")
+).annotations({ identifier: "Nonce" })
+export type Nonce = typeof Nonce.Type
+
+/** PEM text holding at least one `-----BEGIN X-----` block. */
+export const PemText = Schema.String.pipe(
+  Schema.filter((s) => /-----BEGIN [A-Z0-9 ]+-----[\s\S]+?-----END [A-Z0-9 ]+-----/.test(s), {
+    message: () => "is not PEM text"
+  }),
+  Schema.brand("PemText")
+).annotations({ identifier: "PemText" })
+export type PemText = typeof PemText.Type
+
+/** Hex text (lower or upper case), e.g. HMAC auth tags. */
+export const HexString = Schema.String.pipe(
+  Schema.pattern(/^(?:[0-9a-fA-F]{2})*$/, { message: () => "is not hex text" }),
+  Schema.brand("HexString")
+).annotations({ identifier: "HexString" })
+export type HexString = typeof HexString.Type
+
+/** A TCP port; accepts the integer or its decimal string (the spec documents `port` as a string). */
+export const PortNumber = Schema.Union(
+  Schema.Int,
+  Schema.NumberFromString.pipe(Schema.int())
+).pipe(
+  Schema.compose(Schema.Int.pipe(Schema.between(1, 65535, { message: () => "must be a port number 1-65535" }))),
+  Schema.annotations({ identifier: "PortNumber", message: () => "must be a port number 1-65535" })
+)
+
+/** An IPv4 or IPv6 literal or a host name (agents are reached at what they announce). */
+export const HostAddress = Schema.String.pipe(
+  Schema.filter((s) => s.length > 0 && s.length <= 255 && /^[A-Za-z0-9.:_-]+$/.test(s), {
+    message: () => "is not an IP address or host name"
+  })
+).annotations({ identifier: "HostAddress" })
+
+/** API versions as written in paths and version lists: "2.6". */
+export const ApiVersionString = Schema.String.pipe(Schema.pattern(/^\d+\.\d+$/)).annotations({
+  identifier: "ApiVersionString"
+})

@@ -1,0 +1,128 @@
+/**
+ * Authorization (spec §5.2, §7.3): a provider decides per operation class whether an identity may
+ * perform an action. `simple` is the default provider; others can be added as further layers of the
+ * `AuthorizationProvider` tag and chosen with the `authorization_provider` option.
+ */
+import { HttpServerRequest } from "@effect/platform"
+import { Context, Effect, FiberRef, Layer } from "effect"
+import { BadRequest, Forbidden } from "../../schemas/Envelope.js"
+import { ClientIdentity, currentListener, type Identity } from "./identity.js"
+
+export type OperationClass = "public" | "agent" | "agentOrAdmin" | "admin"
+
+export interface AuthorizationRequest {
+  /** Keylime-style action name for logs, e.g. `list_registrations`. */
+  readonly action: string
+  readonly operationClass: OperationClass
+  /** The agent the resource belongs to, for agent-owned resources. */
+  readonly resourceAgentId?: string
+  readonly identity: Identity
+}
+
+/** Exact texts of spec §7.3. */
+export const AuthorizationText = {
+  adminRequired: "Action requires admin authentication (mTLS certificate)",
+  agentRequired: "Action requires agent authentication (PoP token)",
+  ownershipRequired: "Agent cannot access resource (ownership required)"
+} as const
+
+export interface AuthorizationProviderShape {
+  readonly name: string
+  readonly authorize: (request: AuthorizationRequest) => Effect.Effect<void, Forbidden>
+}
+
+export class AuthorizationProvider extends Context.Tag("attest/http/AuthorizationProvider")<
+  AuthorizationProvider,
+  AuthorizationProviderShape
+>() {}
+
+const deny = (message: string) => Effect.fail(new Forbidden({ message }))
+
+/** Pure decision of the `simple` provider: undefined = allowed, else the denial text. */
+export const simpleDecision = (request: AuthorizationRequest): string | undefined => {
+  const { identity } = request
+  switch (request.operationClass) {
+    case "public":
+      return undefined
+    case "admin":
+      return identity._tag === "Admin" ? undefined : AuthorizationText.adminRequired
+    case "agent":
+      if (identity._tag !== "Agent") return AuthorizationText.agentRequired
+      return identity.agentId === request.resourceAgentId ? undefined : AuthorizationText.ownershipRequired
+    case "agentOrAdmin":
+      if (identity._tag === "Admin") return undefined
+      if (identity._tag === "Agent") {
+        return identity.agentId === request.resourceAgentId ? undefined : AuthorizationText.ownershipRequired
+      }
+      return AuthorizationText.adminRequired
+  }
+}
+
+export const simpleProvider: AuthorizationProviderShape = {
+  name: "simple",
+  authorize: Effect.fn("AuthorizationProvider.authorize")(function*(request: AuthorizationRequest) {
+    const denial = simpleDecision(request)
+    const who = request.identity._tag === "Admin"
+      ? `identity=${request.identity.name}, identity_type=admin`
+      : request.identity._tag === "Agent"
+      ? `identity=${request.identity.agentId}, identity_type=agent`
+      : `identity_type=anonymous (${request.identity.reason})`
+    if (denial === undefined) {
+      if (request.operationClass !== "public") {
+        yield* Effect.logDebug(`Authorization GRANTED: ${who}, action=${request.action}`)
+      }
+      return
+    }
+    yield* Effect.logInfo(`Authorization DENIED: ${who}, action=${request.action}`)
+    return yield* deny(denial)
+  })
+}
+
+/** Providers by their `authorization_provider` name. */
+export const authorizationProviders: Readonly<Record<string, AuthorizationProviderShape>> = { simple: simpleProvider }
+
+export const AuthorizationProviderLive = (name: string): Layer.Layer<AuthorizationProvider, Error> => {
+  const provider = authorizationProviders[name]
+  return provider === undefined
+    ? Layer.fail(
+      new Error(
+        `authorization_provider: unknown provider '${name}' (known: ${Object.keys(authorizationProviders).join(", ")})`
+      )
+    )
+    : Layer.succeed(AuthorizationProvider, provider)
+}
+
+export interface OperationOptions {
+  /** Only served on the TLS listener: a plain-HTTP call gets 400 like Keylime's registrar. */
+  readonly tlsOnly?: boolean
+}
+
+/**
+ * The check a handler runs first: identifies the caller and asks the provider. Admin operations
+ * reached over the plain listener fail with 400 (Keylime answers 400 there too) and a text saying
+ * where they are served.
+ */
+export const authorize = (
+  action: string,
+  operationClass: OperationClass,
+  resourceAgentId?: string,
+  options: OperationOptions = {}
+): Effect.Effect<Identity, Forbidden | BadRequest, ClientIdentity | AuthorizationProvider | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const listener = yield* FiberRef.get(currentListener)
+    if ((options.tlsOnly === true || operationClass === "admin") && !listener.tls) {
+      return yield* new BadRequest({
+        message: `Action ${action} is only served on the HTTPS (mTLS) port, not on the plain HTTP port`
+      })
+    }
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const identity = yield* (yield* ClientIdentity).identify(request)
+    const provider = yield* AuthorizationProvider
+    yield* provider.authorize({
+      action,
+      operationClass,
+      identity,
+      ...(resourceAgentId === undefined ? {} : { resourceAgentId })
+    })
+    return identity
+  })

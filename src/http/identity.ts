@@ -1,0 +1,97 @@
+/**
+ * Who is calling. Spec §5.2.3: a request with an `Authorization` header is an agent authentication
+ * attempt (PoP bearer token) and is never upgraded to admin by a client certificate it may also
+ * present; without the header the mTLS client certificate decides between admin and anonymous.
+ */
+import { HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Context, Effect, FiberRef, Layer, Option } from "effect"
+import type { TLSSocket } from "node:tls"
+
+export type Identity =
+  | { readonly _tag: "Admin"; readonly name: string }
+  | { readonly _tag: "Agent"; readonly agentId: string }
+  | { readonly _tag: "Anonymous"; readonly reason: string }
+
+/** The client certificate as the TLS socket saw it: leaf first, then whatever chain the peer sent. */
+export interface PeerCertificate {
+  readonly der: Uint8Array
+  readonly chain: ReadonlyArray<Uint8Array>
+  /** The TLS layer's own chain check against the listener's `ca` (node's `socket.authorized`). */
+  readonly tlsAuthorized: boolean
+}
+
+/** Which listener a request arrived on: plain HTTP or HTTPS (where client certificates can exist). */
+export interface Listener {
+  readonly name: string
+  readonly tls: boolean
+}
+export const currentListener: FiberRef.FiberRef<Listener> = FiberRef.unsafeMake<Listener>({ name: "http", tls: false })
+
+/** The peer certificate of the request's TLS socket, if any was presented. */
+export const peerCertificate = (request: HttpServerRequest.HttpServerRequest): Option.Option<PeerCertificate> => {
+  const socket = NodeHttpServerRequest.toIncomingMessage(request).socket as Partial<TLSSocket>
+  if (typeof socket.getPeerCertificate !== "function") return Option.none()
+  const leaf = socket.getPeerCertificate(true)
+  if (!leaf || !leaf.raw) return Option.none()
+  const chain: Array<Uint8Array> = []
+  const seen = new Set<string>([leaf.fingerprint256])
+  let next = leaf.issuerCertificate
+  // node links a self-issued root to itself; stop at the first repeat
+  while (next && next.raw && !seen.has(next.fingerprint256)) {
+    seen.add(next.fingerprint256)
+    chain.push(new Uint8Array(next.raw))
+    next = next.issuerCertificate
+  }
+  return Option.some({ der: new Uint8Array(leaf.raw), chain, tlsAuthorized: socket.authorized === true })
+}
+
+export const bearerToken = (request: HttpServerRequest.HttpServerRequest): Option.Option<string> => {
+  const header = request.headers["authorization"]
+  if (header === undefined) return Option.none()
+  const m = /^Bearer\s+(.+)$/i.exec(header.trim())
+  return Option.some(m ? (m[1] ?? "") : "")
+}
+
+export interface ClientIdentityOptions {
+  /** Admin = chains to trusted_client_ca, not expired, Client Authentication EKU (src/pki). */
+  readonly isAdmin: (peer: PeerCertificate) => Effect.Effect<Option.Option<string>>
+  /** PoP token check; components without tokens (the registrar) leave it out. */
+  readonly verifyBearer?: (token: string) => Effect.Effect<Option.Option<string>>
+}
+
+export interface ClientIdentityShape {
+  readonly identify: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Identity>
+}
+
+export class ClientIdentity extends Context.Tag("attest/http/ClientIdentity")<ClientIdentity, ClientIdentityShape>() {
+  static make(options: ClientIdentityOptions): ClientIdentityShape {
+    return {
+      identify: Effect.fn("ClientIdentity.identify")(function*(request: HttpServerRequest.HttpServerRequest) {
+        const token = bearerToken(request)
+        if (Option.isSome(token)) {
+          // §5.2.3: never fall back to mTLS when a bearer token was sent
+          if (options.verifyBearer === undefined) {
+            return { _tag: "Anonymous", reason: "bearer tokens are not accepted by this service" } as const
+          }
+          const agent = yield* options.verifyBearer(token.value)
+          return Option.match(agent, {
+            onNone: () => ({ _tag: "Anonymous", reason: "invalid or expired bearer token" }) as const,
+            onSome: (agentId) => ({ _tag: "Agent", agentId }) as const
+          })
+        }
+        const peer = peerCertificate(request)
+        if (Option.isNone(peer)) return { _tag: "Anonymous", reason: "no client certificate" } as const
+        const admin = yield* options.isAdmin(peer.value)
+        return Option.match(admin, {
+          onNone: () => ({ _tag: "Anonymous", reason: "client certificate is not a valid admin certificate" }) as const,
+          onSome: (name) => ({ _tag: "Admin", name }) as const
+        })
+      })
+    }
+  }
+
+  static layer(options: ClientIdentityOptions): Layer.Layer<ClientIdentity> {
+    return Layer.succeed(ClientIdentity, ClientIdentity.make(options))
+  }
+}

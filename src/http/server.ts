@@ -1,0 +1,175 @@
+/**
+ * The server platform shared by registrar, verifier and agent: one HttpApi app served on any number
+ * of listeners (plain HTTP and/or HTTPS with optional client certificates), each started on a
+ * configurable address and stopped with its scope. In front of the app: the body-size limit, the
+ * version prefix, trailing-slash normalisation and the envelope for every answer.
+ */
+import { HttpApiBuilder, type HttpApp, HttpServer, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option } from "effect"
+import * as http from "node:http"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
+import { StatusText } from "../../schemas/Envelope.js"
+import {
+  currentMaxBodyBytes,
+  envelopeDefects,
+  envelopeResponse,
+  envelopeUndeclared,
+  originalRequestLine
+} from "./envelope.js"
+import { currentListener, type Listener } from "./identity.js"
+import { currentApiVersion, matchVersionPrefix, type VersionSet } from "./versions.js"
+
+export interface TlsFiles {
+  /** PEM texts, not paths: the caller reads files (or generates them) once at start-up. */
+  readonly key: string
+  readonly cert: string
+  /** Trust anchors for client certificates; without it no client certificate is requested. */
+  readonly clientCa?: string
+}
+
+export interface ListenerOptions {
+  readonly name: string
+  readonly host: string
+  /** 0 picks a free port (tests). */
+  readonly port: number
+  readonly tls?: TlsFiles
+}
+
+export interface PlatformOptions {
+  readonly versions: VersionSet
+  /** Paths served without a version prefix, e.g. `/version`. */
+  readonly unversioned: ReadonlyArray<string>
+  readonly maxBodyBytes: number
+  readonly listeners: ReadonlyArray<ListenerOptions>
+}
+
+export interface BoundListener {
+  readonly name: string
+  readonly host: string
+  readonly port: number
+  readonly tls: boolean
+  readonly url: string
+}
+
+/** Where each listener actually listens (its port is known only after binding when 0 was asked). */
+export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
+  BoundListeners,
+  ReadonlyMap<string, BoundListener>
+>() {}
+
+/** 1 MiB: registrations and activations are a few KiB; verifier policies set their own larger limit. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+const makeNodeServer = (options: ListenerOptions): http.Server =>
+  options.tls === undefined
+    ? http.createServer({ keepAliveTimeout: 5000 })
+    : https.createServer({
+      key: options.tls.key,
+      cert: options.tls.cert,
+      ...(options.tls.clientCa === undefined ? {} : { ca: options.tls.clientCa }),
+      // the handshake succeeds without a (valid) certificate; each operation's authorization decides
+      requestCert: options.tls.clientCa !== undefined,
+      rejectUnauthorized: false,
+      keepAliveTimeout: 5000
+    })
+
+const splitUrl = (url: string): { readonly path: string; readonly query: string } => {
+  const i = url.indexOf("?")
+  return i === -1 ? { path: url, query: "" } : { path: url.slice(0, i), query: url.slice(i) }
+}
+
+/** Version prefix, body limit and envelope around the app, per listener. */
+export const platformMiddleware = (options: PlatformOptions, listener: Listener) => {
+  const unversioned = new Set(options.unversioned)
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
+    const route = (request: HttpServerRequest.HttpServerRequest, rawPath: string, query: string) =>
+      Effect.gen(function*() {
+        const length = request.headers["content-length"]
+        if (length !== undefined && Number(length) > options.maxBodyBytes) {
+          return envelopeResponse(413, StatusText.tooLarge(options.maxBodyBytes))
+        }
+        // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
+        const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
+        if (unversioned.has(path)) {
+          return yield* withUrl(app, request, path + query)
+        }
+        const match = matchVersionPrefix(path, options.versions)
+        switch (match._tag) {
+          case "Unversioned":
+            return envelopeResponse(404, StatusText.notFound(request.method, rawPath))
+          case "Unsupported":
+            return envelopeResponse(
+              404,
+              StatusText.unsupportedVersion(
+                match.requested === "" ? "(none)" : match.requested,
+                options.versions.supported
+              )
+            )
+          case "Versioned":
+            return yield* withUrl(app, request, match.rest + query).pipe(
+              Effect.locally(currentApiVersion, match.version)
+            )
+        }
+      })
+    return Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const { path, query } = splitUrl(request.url)
+      return yield* route(request, path, query).pipe(
+        Effect.locally(originalRequestLine, { method: request.method, path })
+      )
+    }).pipe(
+      envelopeDefects,
+      Effect.locally(currentListener, listener),
+      Effect.locally(currentMaxBodyBytes, options.maxBodyBytes),
+      HttpServerRequest.withMaxBodySize(Option.some(options.maxBodyBytes))
+    ) as HttpApp.Default<never, R>
+  }
+}
+
+const withUrl = <E, R>(
+  app: HttpApp.Default<E, R>,
+  request: HttpServerRequest.HttpServerRequest,
+  url: string
+) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ url }))
+
+/**
+ * Serves the HttpApi built by the layers in context on every listener of `options`. Needs the
+ * `HttpApiBuilder.api(...)` layer (handlers) below it.
+ */
+export const serveApi = (options: PlatformOptions) =>
+  Layer.scoped(
+    BoundListeners,
+    Effect.gen(function*() {
+      const app = yield* HttpApiBuilder.httpApp
+      const bound = new Map<string, BoundListener>()
+      for (const listenerOptions of options.listeners) {
+        const nodeServer = makeNodeServer(listenerOptions)
+        const server = yield* NodeHttpServer.make(() => nodeServer, {
+          host: listenerOptions.host,
+          port: listenerOptions.port
+        })
+        const listener: Listener = { name: listenerOptions.name, tls: listenerOptions.tls !== undefined }
+        yield* server.serve(app, platformMiddleware(options, listener))
+        const address = nodeServer.address() as AddressInfo
+        const tls = listenerOptions.tls !== undefined
+        const host = address.family === "IPv6" ? `[${address.address}]` : address.address
+        bound.set(listenerOptions.name, {
+          name: listenerOptions.name,
+          host: address.address,
+          port: address.port,
+          tls,
+          url: `${tls ? "https" : "http"}://${host}:${address.port}`
+        })
+        yield* Effect.logInfo(
+          `${listenerOptions.name} listening on ${HttpServer.formatAddress(server.address)}${tls ? " (TLS)" : ""}`
+        )
+      }
+      return bound as ReadonlyMap<string, BoundListener>
+    })
+  ).pipe(
+    Layer.provide(HttpApiBuilder.middleware(envelopeUndeclared)),
+    Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
+    Layer.provide(NodeHttpServer.layerContext)
+  )
