@@ -1,0 +1,84 @@
+/**
+ * A runtime policy compiled once per policy (not per attestation): digest lookups become Maps of
+ * Sets and the excludes one anchored RegExp, so the per-entry check is two hash-table probes.
+ */
+import { Data, Either } from "effect"
+import type { RuntimePolicy } from "../../schemas/RuntimePolicy.js"
+import type { HashAlg } from "./hash.js"
+import { type ImaKeyring, keyringFromJson } from "./signatures.js"
+
+export class PolicyCompileError extends Data.TaggedError("PolicyCompileError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `runtime policy ${this.field}: ${this.reason}`
+  }
+}
+
+export interface CompiledPolicy {
+  readonly digests: ReadonlyMap<string, ReadonlySet<string>>
+  readonly keyrings: ReadonlyMap<string, ReadonlySet<string>>
+  readonly imaBuf: ReadonlyMap<string, ReadonlySet<string>>
+  /** One RegExp for all excludes, anchored at the start like Python's re.match; undefined when none. */
+  readonly exclude: RegExp | undefined
+  readonly ignoredKeyrings: ReadonlySet<string>
+  readonly logHashAlg: HashAlg
+  /** Keys from the policy's `verification-keys`. */
+  readonly verificationKeys: ImaKeyring
+}
+
+// Digests may carry an "alg:" prefix (seen on boot_aggregate in Keylime's signed vector); Keylime
+// compares bare hex, so the prefix is dropped here.
+const bare = (d: string): string => {
+  const i = d.indexOf(":")
+  return (i < 0 ? d : d.slice(i + 1)).toLowerCase()
+}
+
+const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): Map<string, Set<string>> => {
+  const m = new Map<string, Set<string>>()
+  for (const [k, v] of Object.entries(rec)) m.set(k, new Set(v.map(bare)))
+  return m
+}
+
+/** Python regex syntax that JavaScript spells differently. */
+const fromPython = (re: string): string => re.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>")
+
+/** Combined exclude RegExp, or the index and reason of the first that does not compile. */
+export const compileExcludes = (
+  excludes: ReadonlyArray<string>
+): Either.Either<RegExp | undefined, { readonly index: number; readonly reason: string }> => {
+  const parts: Array<string> = []
+  for (const [index, e] of excludes.entries()) {
+    const src = fromPython(e)
+    try {
+      new RegExp(src)
+    } catch (err) {
+      return Either.left({ index, reason: `'${e}' is not a valid regular expression (${String(err)})` })
+    }
+    parts.push(`(?:${src})`)
+  }
+  if (parts.length === 0) return Either.right(undefined)
+  try {
+    // Named groups repeated across excludes would clash when joined; fall back to stripping names.
+    return Either.right(new RegExp(`^(?:${parts.join("|")})`))
+  } catch {
+    return Either.right(new RegExp(`^(?:${parts.map((p) => p.replace(/\(\?<[A-Za-z_]\w*>/g, "(")).join("|")})`))
+  }
+}
+
+export const compilePolicy = (policy: RuntimePolicy): Either.Either<CompiledPolicy, PolicyCompileError> => {
+  const ex = compileExcludes(policy.excludes)
+  if (Either.isLeft(ex)) return Either.left(new PolicyCompileError({ field: `excludes[${ex.left.index}]`, reason: ex.left.reason }))
+  const keys = keyringFromJson(policy["verification-keys"])
+  if (Either.isLeft(keys)) return Either.left(new PolicyCompileError({ field: "verification-keys", reason: keys.left }))
+  return Either.right({
+    digests: toMap(policy.digests),
+    keyrings: toMap(policy.keyrings),
+    imaBuf: toMap(policy["ima-buf"]),
+    exclude: ex.right,
+    ignoredKeyrings: new Set(policy.ima.ignored_keyrings),
+    logHashAlg: policy.ima.log_hash_alg,
+    verificationKeys: keys.right
+  })
+}

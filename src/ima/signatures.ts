@@ -1,0 +1,168 @@
+/**
+ * IMA file signatures (evmctl / kernel signature_v2_hdr, tpm-facts.md §4.5) and the keyrings that
+ * check them: the tenant's `ima_sign_verification_keys`, the policy's `verification-keys`, and keys
+ * learned from `ima-buf` entries.
+ */
+import * as crypto from "node:crypto"
+import { Either } from "effect"
+import { decodeImaKeyringJson } from "../../schemas/RuntimePolicy.js"
+import { supportedCurve, verifyEcdsaPrehashed } from "./ecdsa.js"
+
+/** Kernel `enum hash_algo` values used in the v2 header. */
+const kernelHashAlgo: Record<number, string> = { 1: "md5", 2: "sha1", 4: "sha256", 5: "sha384", 6: "sha512", 7: "sha224" }
+
+const digestInfoPrefix: Record<string, string> = {
+  md5: "3020300c06082a864886f70d020505000410",
+  sha1: "3021300906052b0e03021a05000414",
+  sha224: "302d300d06096086480165030402040500041c",
+  sha256: "3031300d060960864801650304020105000420",
+  sha384: "3041300d060960864801650304020205000430",
+  sha512: "3051300d060960864801650304020305000440"
+}
+
+export interface SigHeader {
+  readonly hashAlg: string
+  /** 8 lower-case hex characters. */
+  readonly keyid: string
+  readonly signature: Uint8Array
+}
+
+/** `03 02 <hash_algo> <keyid:4> <u16 size BE> <sig>`; undefined when it is not a v2 digital signature. */
+export const parseSigHeader = (b: Uint8Array): SigHeader | undefined => {
+  if (b.length < 9 || b[0] !== 0x03 || b[1] !== 0x02) return undefined
+  const hashAlg = kernelHashAlgo[b[2]!]
+  const size = (b[7]! << 8) | b[8]!
+  if (hashAlg === undefined || 9 + size !== b.length) return undefined
+  return { hashAlg, keyid: Buffer.from(b.subarray(3, 7)).toString("hex"), signature: b.subarray(9) }
+}
+
+/** IMA keyid: last 4 bytes of SHA-1 over the subjectPublicKey contents (PKCS#1 RSAPublicKey or EC point). */
+export const imaKeyId = (key: crypto.KeyObject): string | undefined => {
+  let bits: Uint8Array
+  if (key.asymmetricKeyType === "rsa") {
+    bits = key.export({ format: "der", type: "pkcs1" })
+  } else if (key.asymmetricKeyType === "ec") {
+    const jwk = key.export({ format: "jwk" })
+    if (jwk.x === undefined || jwk.y === undefined) return undefined
+    bits = Buffer.concat([Buffer.of(4), Buffer.from(jwk.x, "base64url"), Buffer.from(jwk.y, "base64url")])
+  } else {
+    return undefined
+  }
+  return crypto.createHash("sha1").update(bits).digest().subarray(16).toString("hex")
+}
+
+/** A public key from DER or PEM, as an SPKI key or inside an X.509 certificate; undefined if neither. */
+export const publicKeyFrom = (data: Uint8Array | string): crypto.KeyObject | undefined => {
+  const attempts: Array<() => crypto.KeyObject> =
+    typeof data === "string"
+      ? [() => new crypto.X509Certificate(data).publicKey, () => crypto.createPublicKey(data)]
+      : [
+          () => new crypto.X509Certificate(Buffer.from(data)).publicKey,
+          () => crypto.createPublicKey({ key: Buffer.from(data), format: "der", type: "spki" }),
+          () => crypto.createPublicKey({ key: Buffer.from(data), format: "der", type: "pkcs1" }),
+          () => new crypto.X509Certificate(Buffer.from(data).toString("latin1")).publicKey,
+          () => crypto.createPublicKey(Buffer.from(data).toString("latin1"))
+        ]
+  for (const attempt of attempts) {
+    try {
+      const k = attempt()
+      return k.type === "public" ? k : crypto.createPublicKey(k)
+    } catch {
+      // not this encoding; try the next
+    }
+  }
+  return undefined
+}
+
+export const isSupportedKey = (k: crypto.KeyObject): boolean =>
+  k.asymmetricKeyType === "rsa" || (k.asymmetricKeyType === "ec" && supportedCurve(k.asymmetricKeyDetails?.namedCurve))
+
+/** Verify a v2 signature over `fileDigest` with one key. Never throws. */
+export const verifyWithKey = (key: crypto.KeyObject, h: SigHeader, fileDigest: Uint8Array): boolean => {
+  if (key.asymmetricKeyType === "rsa") {
+    const prefix = digestInfoPrefix[h.hashAlg]
+    if (prefix === undefined) return false
+    try {
+      const em = crypto.publicDecrypt({ key, padding: crypto.constants.RSA_PKCS1_PADDING }, h.signature)
+      const expected = Buffer.concat([Buffer.from(prefix, "hex"), fileDigest])
+      return em.length === expected.length && crypto.timingSafeEqual(em, expected)
+    } catch {
+      return false
+    }
+  }
+  if (key.asymmetricKeyType === "ec") return verifyEcdsaPrehashed(key, fileDigest, h.signature)
+  return false
+}
+
+/** keyid → keys. Learned keys are kept per keyring name so they can be persisted with the agent's state. */
+export class ImaKeyring {
+  private readonly byId = new Map<string, Array<crypto.KeyObject>>()
+  readonly learned: Array<{ readonly keyring: string; readonly der: string }> = []
+
+  get size(): number {
+    return this.byId.size
+  }
+
+  add(key: crypto.KeyObject): string | undefined {
+    const id = imaKeyId(key)
+    if (id === undefined) return undefined
+    const list = this.byId.get(id)
+    if (list === undefined) this.byId.set(id, [key])
+    else if (!list.some((k) => k.equals(key))) list.push(key)
+    return id
+  }
+
+  /** Adds a key seen in an ima-buf entry and remembers it (base64 SPKI DER) for the state. */
+  learn(keyring: string, key: crypto.KeyObject): void {
+    this.add(key)
+    this.learned.push({ keyring, der: key.export({ format: "der", type: "spki" }).toString("base64") })
+  }
+
+  /** Checks an ima-sig signature field against the file digest of the entry. */
+  verify(sig: Uint8Array, fileDigest: Uint8Array): boolean {
+    const h = parseSigHeader(sig)
+    if (h === undefined) return false
+    const keys = this.byId.get(h.keyid)
+    if (keys === undefined) return false
+    for (const k of keys) if (verifyWithKey(k, h, fileDigest)) return true
+    return false
+  }
+
+  addAll(other: ImaKeyring): void {
+    for (const list of other.byId.values()) for (const k of list) this.add(k)
+  }
+
+  clone(): ImaKeyring {
+    const k = new ImaKeyring()
+    for (const [id, list] of this.byId) k.byId.set(id, [...list])
+    return k
+  }
+}
+
+/**
+ * Keyring from `ima_sign_verification_keys` / the policy's `verification-keys`:
+ * `{"meta":{"version":1},"keyids":[…],"pubkeys":[PEM…]}`. An empty string gives an empty keyring.
+ */
+export const keyringFromJson = (json: string): Either.Either<ImaKeyring, string> => {
+  const keyring = new ImaKeyring()
+  if (json.trim() === "") return Either.right(keyring)
+  const decoded = decodeImaKeyringJson(json)
+  if (Either.isLeft(decoded)) return Either.left(`IMA verification keys are not a keyring JSON object: ${decoded.left.message}`)
+  for (const [i, pem] of decoded.right.pubkeys.entries()) {
+    const key = publicKeyFrom(pem)
+    if (key === undefined || !isSupportedKey(key)) return Either.left(`IMA verification key ${i} is not a supported RSA or EC public key`)
+    keyring.add(key)
+  }
+  return Either.right(keyring)
+}
+
+/** Keyring from PEM keys or certificates (for tests and the CLI). */
+export const keyringFromPems = (pems: ReadonlyArray<string>): Either.Either<ImaKeyring, string> => {
+  const keyring = new ImaKeyring()
+  for (const [i, pem] of pems.entries()) {
+    const key = publicKeyFrom(pem)
+    if (key === undefined || !isSupportedKey(key)) return Either.left(`key ${i} is not a supported RSA or EC public key`)
+    keyring.add(key)
+  }
+  return Either.right(keyring)
+}

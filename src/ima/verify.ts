@@ -1,0 +1,279 @@
+/**
+ * IMA verification: replay the measurement list into PCR 10, recompute every template hash, and
+ * evaluate the runtime policy exactly as Keylime's `_process_measurement_list` does (keylime-wire.md
+ * §3.3), starting from the agent's incremental state. One tight loop over the list text: no per-entry
+ * Effect, one reused template buffer, one-shot hashes.
+ */
+import type * as crypto from "node:crypto"
+import { emptyFields, parseLineInto, TemplateBuffer } from "./entry.js"
+import { failure, FailureType, type ImaFailure } from "./failure.js"
+import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
+import type { CompiledPolicy } from "./policy.js"
+import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
+import { decideStart, type ImaState, initialImaState } from "./state.js"
+
+export interface ImaVerificationInput {
+  /** The list text as the agent sent it, starting at entry `startEntry`. */
+  readonly list: string
+  /** `ima_measurement_list_entry`: index of the first line of `list` in the agent's whole list. */
+  readonly startEntry: number
+  /** State persisted after the previous round (undefined: none yet). */
+  readonly state?: ImaState | undefined
+  /** The compiled runtime policy; undefined checks only template hashes and PCR 10. */
+  readonly policy?: CompiledPolicy | undefined
+  /** Quoted PCR 10 per bank. Empty: no quote (offline check), every entry is accepted. */
+  readonly quotedPcr10?: Partial<Record<HashAlg, Uint8Array>>
+  /** Banks to replay when there is no quote (default sha256). */
+  readonly banks?: ReadonlyArray<HashAlg>
+  /** Extra allowed boot_aggregate digests (hex), e.g. from the measured-boot log (8- and 10-PCR variants). */
+  readonly bootAggregates?: ReadonlyArray<string>
+  /** The tenant's `ima_sign_verification_keys`. */
+  readonly keyring?: ImaKeyring | undefined
+  /** The agent's reported boot time. */
+  readonly bootTime?: number | null
+  /** Report ToMToU entries as `ima.validation.tomtou` (Keylime's default config does not). */
+  readonly tomtouFailures?: boolean
+}
+
+export interface ImaVerificationResult {
+  readonly failures: ReadonlyArray<ImaFailure>
+  /** State to persist: advanced to the quote's match, or reset after any failure (as Keylime does). */
+  readonly state: ImaState
+  /** Entries of `list` covered by the quote (accepted this round); the rest wait for the next round. */
+  readonly matchedEntries: number
+  /** Non-empty lines in `list`. */
+  readonly entries: number
+  /** PCR 10 per bank after the whole list (hex). */
+  readonly pcrs: Partial<Record<HashAlg, string>>
+  /** Boot time changed mid-way: nothing evaluated; ask again from entry 0. */
+  readonly retry: boolean
+}
+
+const TOMTOU_ZERO = /^0+$/
+
+export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult => {
+  const decision = decideStart(input.state, input.startEntry, input.bootTime)
+  if (decision._tag !== "Continue") {
+    return {
+      failures: decision._tag === "Reject" ? [decision.failure] : [],
+      state: decision.state,
+      matchedEntries: 0,
+      entries: 0,
+      pcrs: {},
+      retry: decision._tag === "Retry"
+    }
+  }
+  const start = decision.state
+  const quoted = input.quotedPcr10 ?? {}
+  const quotedBanks = (Object.keys(quoted) as Array<HashAlg>).filter((b) => quoted[b] !== undefined)
+  const banks: ReadonlyArray<HashAlg> = quotedBanks.length > 0 ? quotedBanks : (input.banks ?? ["sha256"])
+  // A state without the quoted bank cannot continue mid-list: start over.
+  if (start.nextEntry > 0 && banks.some((b) => start.pcrs[b] === undefined)) {
+    return { failures: [], state: initialImaState(start.bootTime), matchedEntries: 0, entries: 0, pcrs: {}, retry: true }
+  }
+
+  const nb = banks.length
+  const running: Array<Buffer> = banks.map((b) => {
+    const v = start.pcrs[b]
+    return v === undefined ? Buffer.alloc(digestSize(b)) : Buffer.from(v, "hex")
+  })
+  const sizes = banks.map(digestSize)
+  const extendBufs = sizes.map((n) => Buffer.alloc(2 * n))
+  const ff = sizes.map((n) => Buffer.alloc(n, 0xff))
+  const targets: Array<Buffer | undefined> = banks.map((b) => {
+    const q = quoted[b]
+    return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength)
+  })
+  const allMatch = (): boolean => {
+    for (let i = 0; i < nb; i++) if (!running[i]!.equals(targets[i]!)) return false
+    return true
+  }
+
+  const policy = input.policy
+  const logAlg: HashAlg = policy?.logHashAlg ?? "sha1"
+  const keyring = input.keyring?.clone() ?? new ImaKeyring()
+  if (policy !== undefined) keyring.addAll(policy.verificationKeys)
+  for (const l of start.learnedKeys) {
+    const k = publicKeyFrom(Buffer.from(l.der, "base64"))
+    if (k !== undefined) keyring.learn(l.keyring, k)
+  }
+  const extraBoot = new Set((input.bootAggregates ?? []).map((d) => d.slice(d.indexOf(":") + 1).toLowerCase()))
+
+  const failures: Array<ImaFailure> = []
+  let found = quotedBanks.length === 0 || allMatch()
+  const foundAtStart = found
+  let matchCount = 0
+  let matchPcrs: Array<string> = []
+  let matchLearned = keyring.learned.length
+
+  const tb = new TemplateBuffer()
+  const f = emptyFields()
+  const thScratch = Buffer.alloc(64)
+  const text = input.list
+  let count = 0
+  let pos = 0
+
+  /** Keylime `_validate_ima_ng` against one of the policy's maps; returns true when it passes. */
+  const checkNg = (map: ReadonlyMap<string, ReadonlySet<string>>, line: number, digestHex: string): boolean => {
+    if (policy === undefined) return true
+    const name = f.name
+    if (policy.exclude !== undefined && policy.exclude.test(name)) return true
+    const allowed = map.get(name)
+    const hex = digestHex.toLowerCase()
+    if (allowed === undefined && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
+      failures.push(failure(FailureType.notInAllowlist, `File not found in allowlist: ${name} (entry ${line})`, line, name))
+      return false
+    }
+    if (allowed?.has(hex) === true || (name === "boot_aggregate" && extraBoot.has(hex))) return true
+    failures.push(
+      failure(FailureType.runtimePolicyHash, `Hash not found in runtime policy: ${name} has ${f.digestAlg}:${hex} (entry ${line})`, line, name)
+    )
+    return false
+  }
+
+  while (pos <= text.length) {
+    let nl = text.indexOf("\n", pos)
+    if (nl < 0) nl = text.length
+    if (nl === pos) {
+      pos = nl + 1
+      continue
+    }
+    const line = text.slice(pos, nl)
+    pos = nl + 1
+    count++
+    const lineNo = input.startEntry + count
+    const reason = parseLineInto(line, tb, f)
+    if (reason !== undefined) {
+      failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${line.slice(0, 200)}`, lineNo))
+      continue
+    }
+    const data = tb.buf.subarray(0, f.length)
+    const th = f.templateHash
+    const tomtou = th.charCodeAt(0) === 48 && TOMTOU_ZERO.test(th)
+    // Column 2 is hashed with the policy's log_hash_alg; a column of another digest length (e.g. the
+    // kernel's ascii_runtime_measurements_sha256) is checked with the algorithm of that length.
+    const thAlg = th.length === 2 * digestSize(logAlg) ? logAlg : hashAlgFromHexLength(th.length)
+    let thDigest: Buffer | undefined
+    for (let i = 0; i < nb; i++) {
+      let pth: Buffer
+      if (tomtou) pth = ff[i]!
+      else {
+        pth = hashBytes(banks[i]!, data)
+        if (banks[i] === thAlg) thDigest = pth
+      }
+      const eb = extendBufs[i]!
+      const n = sizes[i]!
+      running[i]!.copy(eb, 0)
+      pth.copy(eb, n)
+      running[i] = hashBytes(banks[i]!, eb)
+    }
+    let valid = true
+    if (f.pcr !== "10") {
+      failures.push(failure(FailureType.imaPcr, `IMA PCR is not the configured one: expected 10, got ${f.pcr} (entry ${lineNo}: ${f.name})`, lineNo, f.name))
+      valid = false
+    }
+    if (tomtou) {
+      if (input.tomtouFailures === true) {
+        failures.push(failure(FailureType.tomtou, `hash validation was skipped (ToMToU/violation entry ${lineNo}: ${f.name})`, lineNo, f.name))
+      }
+      valid = false
+    } else {
+      let ok = false
+      if (thAlg !== undefined) {
+        thDigest ??= hashBytes(thAlg, data)
+        thScratch.write(th, 0, "hex")
+        ok = thDigest.compare(thScratch, 0, thDigest.length) === 0
+      }
+      if (!ok) {
+        failures.push(
+          failure(FailureType.imaHash, `IMA template hash does not match the calculated hash (entry ${lineNo}: ${f.name})`, lineNo, f.name)
+        )
+        valid = false
+      }
+    }
+    if (valid) {
+      switch (f.template) {
+        case "ima":
+        case "ima-ng":
+          checkNg(policy?.digests ?? emptyMap, lineNo, f.digestHex)
+          break
+        case "ima-sig":
+          validateSig(lineNo)
+          break
+        case "ima-buf":
+          validateBuf(lineNo)
+          break
+      }
+    }
+    if (!found && allMatch()) {
+      found = true
+      matchCount = count
+      matchPcrs = running.map((r) => r.toString("hex"))
+      matchLearned = keyring.learned.length
+    }
+  }
+
+  function validateSig(lineNo: number): void {
+    const name = f.name
+    if (keyring.size > 0 && f.extraLength > 0) {
+      if (policy?.exclude !== undefined && policy.exclude.test(name)) return
+      const sig = tb.buf.subarray(f.extraStart, f.extraStart + f.extraLength)
+      const digest = tb.buf.subarray(f.digestStart, f.digestStart + f.digestLength)
+      if (keyring.verify(sig, digest)) return
+    }
+    if (policy !== undefined) {
+      checkNg(policy.digests, lineNo, f.digestHex)
+      return
+    }
+    if (keyring.size === 0) return
+    failures.push(failure(FailureType.invalidSignature, `signature for file ${name} could not be validated (entry ${lineNo})`, lineNo, name))
+  }
+
+  function validateBuf(lineNo: number): void {
+    const name = f.name
+    const buf = tb.buf.subarray(f.extraStart, f.extraStart + f.extraLength)
+    const key: crypto.KeyObject | undefined = buf.length > 0 ? publicKeyFrom(buf) : undefined
+    if (key !== undefined) {
+      if (!isSupportedKey(key)) {
+        failures.push(failure(FailureType.invalidKey, `key from ${name} does not have a supported key type (entry ${lineNo})`, lineNo, name))
+        return
+      }
+      const ignored = policy?.ignoredKeyrings
+      if (ignored !== undefined && (ignored.has("*") || ignored.has(name))) return
+      if (checkNg(policy?.keyrings ?? emptyMap, lineNo, f.digestHex)) keyring.learn(name, key)
+      return
+    }
+    checkNg(policy?.imaBuf ?? emptyMap, lineNo, f.digestHex)
+  }
+
+  if (!found) {
+    const want = banks.map((b, i) => `${b}:${targets[i]?.toString("hex") ?? ""}`).join(", ")
+    failures.push(failure(FailureType.pcrMismatch, `IMA measurement list does not match TPM PCR ${want}`))
+  }
+
+  const endPcrs: Partial<Record<HashAlg, string>> = {}
+  banks.forEach((b, i) => (endPcrs[b] = running[i]!.toString("hex")))
+  const learned = (upTo: number) => keyring.learned.slice(0, upTo)
+
+  let state: ImaState
+  let matchedEntries: number
+  if (failures.length > 0) {
+    state = initialImaState(start.bootTime)
+    matchedEntries = 0
+  } else if (quotedBanks.length === 0) {
+    state = { ...start, nextEntry: start.nextEntry + count, pcrs: { ...start.pcrs, ...endPcrs }, learnedKeys: learned(keyring.learned.length) }
+    matchedEntries = count
+  } else if (foundAtStart) {
+    // The quote covers none of the new lines yet: keep the state, they come again next round.
+    state = start
+    matchedEntries = 0
+  } else {
+    const pcrs: Partial<Record<HashAlg, string>> = { ...start.pcrs }
+    banks.forEach((b, i) => (pcrs[b] = matchPcrs[i]!))
+    state = { ...start, nextEntry: start.nextEntry + matchCount, pcrs, learnedKeys: learned(matchLearned) }
+    matchedEntries = matchCount
+  }
+  return { failures, state, matchedEntries, entries: count, pcrs: endPcrs, retry: false }
+}
+
+const emptyMap: ReadonlyMap<string, ReadonlySet<string>> = new Map()
