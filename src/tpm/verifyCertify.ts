@@ -1,0 +1,74 @@
+/**
+ * TPM2_Certify verification: the push model's proof of possession (the AK certifies itself over
+ * the verifier's nonce) and the registrar's IAK path (the IAK certifies the AK over
+ * SHA-256(agent UUID)). Checks as Keylime's verify_tpm_object (tpm-facts.md §1.9): magic, type
+ * 0x8017, extraData == nonce, certified name == Name(object), signature by the signer, and the
+ * expected hash and scheme (anti-downgrade).
+ */
+import type { KeyObject } from "node:crypto"
+import { Either } from "effect"
+import { resolveAk } from "./akCache.js"
+import { equalBytes, sameBytes } from "./bytes.js"
+import { TPM_ST_ATTEST_CERTIFY } from "./constants.js"
+import { QuoteVerifyError } from "./errors.js"
+import type { HashAlg } from "./hashAlg.js"
+import { parseAttest, type CertifyAttest, type ClockInfo } from "./attest.js"
+import { nameOf, type TpmtPublic } from "./public.js"
+import { parseSignature, verifySignature, type TpmtSignature } from "./signature.js"
+import type { SignScheme } from "./Tpm.js"
+import { checkMagicAndType, checkSignatureAlgorithm } from "./verifyQuote.js"
+
+export interface VerifyCertifyInput {
+  /** The certified object (the AK): parsed or TPM2B_PUBLIC bytes. */
+  readonly objectPublic: TpmtPublic | Uint8Array
+  /** The signing key when it is not the object itself (e.g. an IAK). */
+  readonly signerPublic?: TpmtPublic | Uint8Array
+  readonly signerKey?: KeyObject
+  readonly attest: Uint8Array
+  readonly signature: Uint8Array | TpmtSignature
+  readonly nonce: Uint8Array
+  readonly hashAlg?: HashAlg
+  readonly scheme?: SignScheme
+}
+
+export interface VerifiedCertify {
+  readonly attest: CertifyAttest
+  readonly clockInfo: ClockInfo
+  readonly firmwareVersion: bigint
+  readonly signature: TpmtSignature
+}
+
+const fail = (check: QuoteVerifyError["check"], message: string) => Either.left(new QuoteVerifyError({ check, message }))
+
+export const verifyCertify = (input: VerifyCertifyInput): Either.Either<VerifiedCertify, QuoteVerifyError> => {
+  // The object need not be restricted for its Name to be certified; the signer must be.
+  const object = resolveAk(input.objectPublic, false)
+  if (Either.isLeft(object)) return Either.left(object.left)
+  let key = input.signerKey
+  if (key === undefined) {
+    const signer = input.signerPublic === undefined ? resolveAk(input.objectPublic) : resolveAk(input.signerPublic)
+    if (Either.isLeft(signer)) return Either.left(signer.left)
+    key = signer.right.key
+  }
+  let sig: TpmtSignature
+  if (input.signature instanceof Uint8Array) {
+    const s = parseSignature(input.signature)
+    if (Either.isLeft(s)) return fail("parse", `${s.left.structure} at ${s.left.offset}: ${s.left.message}`)
+    sig = s.right
+  } else {
+    sig = input.signature
+  }
+  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, input.hashAlg, input.scheme)
+  if (algErr !== undefined) return Either.left(algErr)
+  const mtErr = checkMagicAndType(input.attest, TPM_ST_ATTEST_CERTIFY, "TPM_ST_ATTEST_CERTIFY")
+  if (mtErr !== undefined) return Either.left(mtErr)
+  const parsed = parseAttest(input.attest)
+  if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
+  const attest = parsed.right as CertifyAttest
+  if (!equalBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce")
+  if (!sameBytes(attest.attested.name, nameOf(object.right.public))) {
+    return fail("name", "the certified name is not the Name of the expected object")
+  }
+  if (!verifySignature(key, sig, input.attest)) return fail("signature", "the signature over the certify attestation does not verify")
+  return Either.right({ attest, clockInfo: attest.clockInfo, firmwareVersion: attest.firmwareVersion, signature: sig })
+}

@@ -1,0 +1,157 @@
+/**
+ * Quote verification (the verifier's hot path): the AK signature over TPMS_ATTEST, magic and
+ * type, extraData == nonce, the attested PCR selection == the blob's selection, and pcrDigest ==
+ * H_sig(PCR values in selection order). The pcrDigest uses the signature's hash even when the
+ * banks differ (tpm-facts.md §1.7, quote4). Plain code, one parse, cached AK key.
+ */
+import { createHash, type KeyObject } from "node:crypto"
+import { Either } from "effect"
+import { resolveAk } from "./akCache.js"
+import { equalBytes, sameBytes } from "./bytes.js"
+import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
+import { QuoteVerifyError, type QuoteCheck } from "./errors.js"
+import type { HashAlg } from "./hashAlg.js"
+import { parseAttest, type ClockInfo, type QuoteAttest } from "./attest.js"
+import { parsePcrBlob, type PcrBlob } from "./pcrBlob.js"
+import { sameSelection } from "./pcrSelection.js"
+import type { TpmtPublic } from "./public.js"
+import { decodeQuoteString } from "./quoteString.js"
+import { parseSignature, verifySignature, type TpmtSignature } from "./signature.js"
+import type { PcrValues, SignScheme } from "./Tpm.js"
+
+export interface VerifyQuoteInput {
+  /** The AK: parsed, or TPM2B_PUBLIC bytes (Keylime's `aik_tpm`). */
+  readonly akPublic: TpmtPublic | Uint8Array
+  /** The AK's KeyObject when the caller already has it (skips the cache). */
+  readonly akKey?: KeyObject
+  /** TPMS_ATTEST bytes exactly as signed. */
+  readonly attest: Uint8Array
+  /** TPMT_SIGNATURE bytes or parsed. */
+  readonly signature: Uint8Array | TpmtSignature
+  /** The PCR values read with the quote (the parsed PCR blob). */
+  readonly pcrs: PcrBlob
+  readonly nonce: Uint8Array
+  /** Expected signature hash (anti-downgrade), e.g. the agent's negotiated hash_alg. */
+  readonly hashAlg?: HashAlg
+  /** Expected signature scheme, e.g. the agent's negotiated sign_alg. */
+  readonly scheme?: SignScheme
+}
+
+export interface VerifiedQuote {
+  readonly pcrs: PcrValues
+  readonly clockInfo: ClockInfo
+  readonly firmwareVersion: bigint
+  readonly attest: QuoteAttest
+  readonly signature: TpmtSignature
+}
+
+const fail = (check: QuoteCheck, message: string): Either.Either<never, QuoteVerifyError> =>
+  Either.left(new QuoteVerifyError({ check, message }))
+
+/** Checks the signature's algorithm against the key type and the expected hash and scheme. */
+export const checkSignatureAlgorithm = (
+  keyType: string | undefined,
+  sig: TpmtSignature,
+  hashAlg: HashAlg | undefined,
+  scheme: SignScheme | undefined
+): QuoteVerifyError | undefined => {
+  const keyOk = sig.alg === "ecdsa" ? keyType === "ec" : keyType === "rsa"
+  if (!keyOk) return new QuoteVerifyError({ check: "scheme", message: `a ${sig.alg} signature cannot come from a ${keyType} AK` })
+  if (scheme !== undefined && sig.alg !== scheme) {
+    return new QuoteVerifyError({ check: "scheme", message: `expected a ${scheme} signature, got ${sig.alg}` })
+  }
+  if (hashAlg !== undefined && sig.hash !== hashAlg) {
+    return new QuoteVerifyError({ check: "hash_alg", message: `quote was expected to use ${hashAlg} but used ${sig.hash}` })
+  }
+  return undefined
+}
+
+/** Reads magic and type without a full parse so those failures are reported as such. */
+export const checkMagicAndType = (attest: Uint8Array, expectedType: number, typeName: string): QuoteVerifyError | undefined => {
+  if (attest.length < 6) return new QuoteVerifyError({ check: "parse", message: `TPMS_ATTEST of ${attest.length} bytes is too short` })
+  const magic = ((attest[0]! << 24) | (attest[1]! << 16) | (attest[2]! << 8) | attest[3]!) >>> 0
+  if (magic !== TPM_GENERATED_VALUE) {
+    return new QuoteVerifyError({ check: "magic", message: `magic 0x${magic.toString(16)} is not TPM_GENERATED_VALUE: not made by a TPM` })
+  }
+  const st = (attest[4]! << 8) | attest[5]!
+  if (st !== expectedType) {
+    return new QuoteVerifyError({ check: "type", message: `attestation type 0x${st.toString(16)} is not ${typeName} (0x${expectedType.toString(16)})` })
+  }
+  return undefined
+}
+
+export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuote, QuoteVerifyError> => {
+  let key = input.akKey
+  if (key === undefined) {
+    const ak = resolveAk(input.akPublic)
+    if (Either.isLeft(ak)) return Either.left(ak.left)
+    key = ak.right.key
+  }
+  let sig: TpmtSignature
+  if (input.signature instanceof Uint8Array) {
+    const s = parseSignature(input.signature)
+    if (Either.isLeft(s)) return fail("parse", `${s.left.structure} at ${s.left.offset}: ${s.left.message}`)
+    sig = s.right
+  } else {
+    sig = input.signature
+  }
+  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, input.hashAlg, input.scheme)
+  if (algErr !== undefined) return Either.left(algErr)
+
+  const mtErr = checkMagicAndType(input.attest, TPM_ST_ATTEST_QUOTE, "TPM_ST_ATTEST_QUOTE")
+  if (mtErr !== undefined) return Either.left(mtErr)
+  const parsed = parseAttest(input.attest)
+  if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
+  const attest = parsed.right as QuoteAttest
+
+  if (!equalBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce (stale or replayed quote)")
+
+  if (!sameSelection(attest.attested.pcrSelect, input.pcrs.selection)) {
+    return fail("pcr_selection", "the PCR selection in the quote differs from the selection of the PCR values sent with it")
+  }
+  const h = createHash(sig.hash)
+  const values = input.pcrs.values
+  for (const bank of input.pcrs.selection) {
+    const bv = values.find((v) => v.hash === bank.hash)
+    if (bv === undefined) return fail("pcr_selection", `no values for bank ${bank.hash}`)
+    for (const p of bank.pcrs) {
+      const d = bv.values.get(p)
+      if (d === undefined) return fail("pcr_selection", `no value for PCR ${p} in bank ${bank.hash}`)
+      h.update(d)
+    }
+  }
+  if (!sameBytes(new Uint8Array(h.digest()), attest.attested.pcrDigest)) {
+    return fail("pcr_digest", `the ${sig.hash} digest of the PCR values does not match the quote's pcrDigest`)
+  }
+
+  if (!verifySignature(key, sig, input.attest)) return fail("signature", "the AK signature over the quote does not verify")
+
+  return Either.right({ pcrs: values, clockInfo: attest.clockInfo, firmwareVersion: attest.firmwareVersion, attest, signature: sig })
+}
+
+export interface VerifyQuoteStringOptions {
+  readonly hashAlg?: HashAlg
+  readonly scheme?: SignScheme
+  readonly akKey?: KeyObject
+}
+
+/** Verifies a Keylime quote string ("r<attest>:<sig>:<pcrs>"). */
+export const verifyQuoteString = (
+  akPublic: TpmtPublic | Uint8Array,
+  quote: string,
+  nonce: Uint8Array,
+  options: VerifyQuoteStringOptions = {}
+): Either.Either<VerifiedQuote, QuoteVerifyError> => {
+  const parts = decodeQuoteString(quote)
+  if (Either.isLeft(parts)) return fail("parse", `quote string at ${parts.left.offset}: ${parts.left.message}`)
+  const pcrs = parsePcrBlob(parts.right.pcrBlob)
+  if (Either.isLeft(pcrs)) return fail("parse", `${pcrs.left.structure} at ${pcrs.left.offset}: ${pcrs.left.message}`)
+  return verifyQuote({
+    akPublic,
+    attest: parts.right.attest,
+    signature: parts.right.signature,
+    pcrs: pcrs.right,
+    nonce,
+    ...options
+  })
+}
