@@ -49,9 +49,14 @@ export const buildName = (dn: DistinguishedName): pkijs.RelativeDistinguishedNam
     if (v !== undefined) attrs.push({ type: OID[k], value: v })
   }
   attrs.push(...(dn.extra ?? []))
-  return new pkijs.RelativeDistinguishedNames({
-    typesAndValues: attrs.map((a) => new pkijs.AttributeTypeAndValue({ type: a.type, value: attrValue(a.type, a.value) }))
-  })
+  // One attribute per RDN (pkijs would put them all in one multi-valued SET), then decoded so
+  // pkijs keeps these exact bytes.
+  const der = new asn1js.Sequence({
+    value: attrs.map((a) =>
+      new asn1js.Set({ value: [new pkijs.AttributeTypeAndValue({ type: a.type, value: attrValue(a.type, a.value) }).toSchema()] })
+    )
+  }).toBER(false)
+  return pkijs.RelativeDistinguishedNames.fromBER(der)
 }
 
 /** The TCG directoryName an EK certificate carries in its subjectAltName (TCG EK profile §3.2.9). */

@@ -1,0 +1,55 @@
+/**
+ * Is a TLS peer an administrator? (spec §5.3): its client certificate chains to
+ * `trusted_client_ca`, is not expired, and carries the Client Authentication EKU. Pure, so the
+ * HTTP layer can call it per request with the time from `Clock`.
+ */
+import type * as crypto from "node:crypto"
+import { Either } from "effect"
+import { EKU } from "./certificate.js"
+import { type TrustStore, verifyChain } from "./chain.js"
+import { parseCertificate } from "./parse.js"
+
+export interface Admin {
+  /** The certificate's CN (e.g. `client`), else its whole subject. */
+  readonly identity: string
+  readonly certificate: crypto.X509Certificate
+}
+
+export type NotAdminReason = "no-certificate" | "malformed" | "untrusted" | "expired" | "no-client-auth-eku"
+
+export interface NotAdmin {
+  readonly reason: NotAdminReason
+  readonly message: string
+}
+
+const cnOf = (x: crypto.X509Certificate): string =>
+  x.subject.split("\n").find((l) => l.startsWith("CN="))?.slice(3) ?? x.subject.replace(/\n/g, ", ")
+
+export const isAdminCertificate = (
+  peerCertDer: Uint8Array | undefined,
+  trustedCas: TrustStore,
+  now: Date
+): Either.Either<Admin, NotAdmin> => {
+  if (peerCertDer === undefined || peerCertDer.length === 0) {
+    return Either.left({ reason: "no-certificate", message: "no client certificate was presented" })
+  }
+  const parsed = parseCertificate(peerCertDer)
+  if (Either.isLeft(parsed)) return Either.left({ reason: "malformed", message: parsed.left.reason })
+  const x = parsed.right
+  const chain = verifyChain(x, trustedCas, now)
+  if (Either.isLeft(chain)) {
+    const e = chain.left
+    return Either.left({
+      reason: e.kind === "expired" || e.kind === "not-yet-valid" ? "expired" : "untrusted",
+      message: e.message
+    })
+  }
+  // node reports the EKU OIDs as keyUsage; undefined when the extension is absent.
+  if (!(x.keyUsage ?? []).includes(EKU.clientAuth)) {
+    return Either.left({
+      reason: "no-client-auth-eku",
+      message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
+    })
+  }
+  return Either.right({ identity: cnOf(x), certificate: x })
+}

@@ -1,0 +1,91 @@
+/**
+ * TLS material of a component from its config, as Keylime resolves it:
+ * - `tls_dir = generate`: make sure the CA directory holds the CA and certificates (initCa), use them;
+ * - `tls_dir = default`: use the CA directory's files, which must exist;
+ * - `tls_dir = <path>`: use that directory.
+ * `server_key`, `server_cert`, `trusted_client_ca` (and the tenant's `client_*`, `trusted_server_ca`)
+ * are `default` (the file of the layout) or a path, relative paths being relative to the tls dir.
+ */
+import * as path from "node:path"
+import { Effect } from "effect"
+import { CA_FILES, DEFAULT_CA_DIR, initCa } from "./ca.js"
+import { CaError, exists, readText } from "./files.js"
+
+export interface ServerTlsOptions {
+  readonly tlsDir: string
+  readonly serverKey: string
+  readonly serverCert: string
+  readonly trustedClientCa: ReadonlyArray<string>
+  /** Where `default` and `generate` point; `/var/lib/attest/cv_ca` unless configured. */
+  readonly caDir?: string
+  /** Extra DNS names / IPs for a generated server certificate. */
+  readonly serverNames?: ReadonlyArray<string>
+}
+
+export interface ClientTlsOptions {
+  readonly tlsDir: string
+  readonly clientKey: string
+  readonly clientCert: string
+  readonly trustedServerCa: ReadonlyArray<string>
+  readonly caDir?: string
+}
+
+/** PEM strings ready for `https.createServer` / `https.request`. */
+export interface TlsMaterial {
+  readonly key: string
+  readonly cert: string
+  /** Trusted CA certificates (client CAs for a server, server CAs for a client). */
+  readonly ca: ReadonlyArray<string>
+  /** The files they were read from, for logs and `attest config show`. */
+  readonly files: { readonly key: string; readonly cert: string; readonly ca: ReadonlyArray<string> }
+}
+
+const resolveFile = (dir: string, value: string, fallback: string): string =>
+  value === "default" || value === "" ? path.join(dir, fallback) : path.isAbsolute(value) ? value : path.join(dir, value)
+
+const resolveDir = Effect.fn("Tls.resolveDir")(function*(tlsDir: string, caDir: string, serverNames: ReadonlyArray<string>) {
+  if (tlsDir === "generate") {
+    yield* initCa({ dir: caDir, serverNames })
+    return caDir
+  }
+  if (tlsDir === "default" || tlsDir === "") {
+    if (!(yield* exists(path.join(caDir, CA_FILES.caCert)))) {
+      return yield* new CaError({
+        message: `tls_dir = default but ${caDir} holds no ${CA_FILES.caCert}; run 'attest ca init --dir ${caDir}' or set tls_dir = generate`,
+        file: caDir
+      })
+    }
+    return caDir
+  }
+  return tlsDir
+})
+
+const readAll = (key: string, cert: string, cas: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    return {
+      key: yield* readText(key),
+      cert: yield* readText(cert),
+      ca: yield* Effect.forEach(cas, readText),
+      files: { key, cert, ca: cas }
+    } satisfies TlsMaterial
+  })
+
+export const resolveServerTls = Effect.fn("Tls.resolveServer")(function*(o: ServerTlsOptions) {
+  const dir = yield* resolveDir(o.tlsDir, o.caDir ?? DEFAULT_CA_DIR, o.serverNames ?? [])
+  const cas = o.trustedClientCa.length === 0 ? ["default"] : o.trustedClientCa
+  return yield* readAll(
+    resolveFile(dir, o.serverKey, CA_FILES.serverKey),
+    resolveFile(dir, o.serverCert, CA_FILES.serverCert),
+    cas.map((c) => resolveFile(dir, c, CA_FILES.caCert))
+  )
+})
+
+export const resolveClientTls = Effect.fn("Tls.resolveClient")(function*(o: ClientTlsOptions) {
+  const dir = yield* resolveDir(o.tlsDir, o.caDir ?? DEFAULT_CA_DIR, [])
+  const cas = o.trustedServerCa.length === 0 ? ["default"] : o.trustedServerCa
+  return yield* readAll(
+    resolveFile(dir, o.clientKey, CA_FILES.clientKey),
+    resolveFile(dir, o.clientCert, CA_FILES.clientCert),
+    cas.map((c) => resolveFile(dir, c, CA_FILES.caCert))
+  )
+})
