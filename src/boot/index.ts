@@ -1,0 +1,10 @@
+/** Measured boot: TCG2 event log parsing, PCR replay, boot aggregates, reference states and policies. */
+export * from "./createRefState.js"
+export * from "./errors.js"
+export type { EventData, GptPartition, SignatureEntry, SignatureList, VariableValue } from "./eventData.js"
+export * from "./eventLog.js"
+export * from "./eventTypes.js"
+export * from "./evaluate.js"
+export { examplePolicy } from "./examplePolicy.js"
+export * from "./policy.js"
+export * from "./replay.js"
