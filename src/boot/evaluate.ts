@@ -74,7 +74,8 @@ export const evaluateMeasuredBoot = (input: MbInput, policy: MbPolicy): MbEvalua
       const expected = toHex(fromLog.values.get(pcr) ?? new Uint8Array(0))
       const got = toHex(quoted)
       // Keylime compares with leading zeros stripped on both sides.
-      if (stripZeros(expected) !== stripZeros(got)) {
+      // One failure per PCR even when several banks were quoted.
+      if (stripZeros(expected) !== stripZeros(got) && !failures.some((f) => f.context["pcr"] === pcr)) {
         failures.push({
           type: `measured_boot.invalid_pcr_${pcr}`,
           context: { message: "SHA256 boot event log PCR value does not match", pcr, hash: bank.hash as HashAlg, got, expected }
