@@ -159,7 +159,9 @@ export const makeSimulator = (
       const pub = parseTpm2bPublic(saved.public)
       if (Either.isLeft(pub)) return Either.left(err(operation, "the AK public area does not parse", pub.left.message))
       const name = nameOf(pub.right)
-      const hit = loaded.get(toHex(name))
+      // Keyed by the whole blob: a damaged or foreign private part must fail like a TPM2_Load would.
+      const cacheKey = `${toHex(name)}:${toHex(saved.private)}:${saved.ekAlg}`
+      const hit = loaded.get(cacheKey)
       if (hit !== undefined) return Either.right(hit)
       const key = unsealAk(seed, saved.public, saved.private)
       if (Either.isLeft(key)) return Either.left(err(operation, key.left))
@@ -174,7 +176,7 @@ export const makeSimulator = (
           Either.mapLeft(qualifiedName(ek.qualifiedName, name), (e) => err(operation, e.message)),
           (qn) => {
             const l: LoadedAk = { key: key.right, name, qualifiedName: qn, scheme, hash }
-            loaded.set(toHex(name), l)
+            loaded.set(cacheKey, l)
             return l
           }
         )

@@ -125,7 +125,8 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
           Effect.gen(function*() {
             yield* loadAkInto(ctx, ak)
             yield* runTool(ctx, "tpm2_quote", [
-              "-c", "ak.ctx", "-l", selectionArg(request.selection), "-g", ak.options.hash,
+              // --scheme: without it tpm2_quote asks for RSASSA, which an RSAPSS AK refuses.
+              "-c", "ak.ctx", "-l", selectionArg(request.selection), "-g", ak.options.hash, "--scheme", ak.options.scheme,
               "-m", "quote.attest", "-s", "quote.sig", "-o", "quote.pcrs",
               ...(request.nonce.length > 0 ? ["-q", toHex(request.nonce)] : [])
             ])

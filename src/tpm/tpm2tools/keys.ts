@@ -45,7 +45,7 @@ export const akFromSaved = (operation: string, saved: SavedAk): Either.Either<Ak
     (pub) => ({ public: saved.public, name: nameOf(pub), options: saved.options, saved })
   )
 
-/** Loads the AK into ak.ctx under a freshly created EK (left loaded as ek.ctx for activation). */
+/** Loads the AK into ak.ctx under a freshly created EK (ek.ctx stays usable for activation). */
 export const loadAkInto = (ctx: ToolContext, ak: Ak) =>
   Effect.gen(function*() {
     yield* writeInput(ctx, "ak.pub", ak.saved.public)
@@ -54,6 +54,9 @@ export const loadAkInto = (ctx: ToolContext, ak: Ak) =>
     yield* ekPolicySession(ctx, "load.ctx")
     yield* runTool(ctx, "tpm2_load", ["-C", "ek.ctx", "-u", "ak.pub", "-r", "ak.priv", "-c", "ak.ctx", "-P", "session:load.ctx"])
     yield* runTool(ctx, "tpm2_flushcontext", ["load.ctx"])
+    // Both keys are saved in ek.ctx / ak.ctx; free the slots so the next tool can load them
+    // again (swtpm has 3 transient slots and every tool's ContextLoad takes one).
+    yield* runTool(ctx, "tpm2_flushcontext", ["-t"])
     return ak
   })
 

@@ -76,6 +76,8 @@ export const runTool = (
 /** Reads a file a tool wrote into the call's directory. */
 export const readOutput = (ctx: ToolContext, file: string): Effect.Effect<Uint8Array, TpmError, FileSystem.FileSystem> =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFile(`${ctx.dir}/${file}`)).pipe(
+    // A plain Uint8Array that owns its bytes (the platform hands back a Buffer).
+    Effect.map((bytes) => new Uint8Array(bytes)),
     Effect.mapError(
       (cause) => new TpmError({ operation: ctx.operation, message: `missing tool output ${file}`, detail: cause.message })
     )
