@@ -1,0 +1,117 @@
+/**
+ * The option tables of the four config sections, with Keylime's option names and defaults.
+ * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
+ * follow from the table.
+ */
+import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+
+const DATA_DIR = "/var/lib/attest"
+const CA_DIR = "/var/lib/attest/cv_ca"
+
+const serverTls = {
+  tls_dir: string("default", "TLS directory: generate (create the CA in ca_dir), default (use ca_dir) or a path"),
+  server_key: string("default", "server private key: default (server-private.pem in the TLS directory) or a path"),
+  server_cert: string("default", "server certificate: default (server-cert.crt in the TLS directory) or a path"),
+  trusted_client_ca: stringList(["default"], "CA certificates that sign admin client certificates (default: cacert.crt)"),
+  ca_dir: string(CA_DIR, "server components CA directory used by tls_dir = default / generate")
+} as const
+
+const database = {
+  database_url: string("", "empty for SQLite under data_dir, or a postgres:// URL"),
+  data_dir: string(DATA_DIR, "directory for the SQLite database and other state"),
+  authorization_provider: literal(["simple"], "simple", "authorization provider for admin operations")
+} as const
+
+export const verifierSection = {
+  ip: string("127.0.0.1", "address the verifier listens on (also in its generated certificate)"),
+  port: port(8881, "HTTPS port of the verifier"),
+  ...serverTls,
+  tls_dir: string("generate", serverTls.tls_dir.doc),
+  client_key: string("default", "key the verifier presents to agents (client-private.pem)"),
+  client_cert: string("default", "certificate the verifier presents to agents (client-cert.crt)"),
+  trusted_server_ca: stringList(["default"], "CAs trusted for agent server certificates"),
+  enable_agent_mtls: boolean(true, "talk to pull agents over mTLS"),
+  ...database,
+  verifier_id: string("default", "name of this verifier"),
+  mode: literal(["pull", "push"], "pull", "attestation model"),
+  quote_interval: seconds(2, "seconds between quotes of one agent"),
+  retry_interval: seconds(2, "base of the retry backoff when an agent is unreachable (seconds)"),
+  exponential_backoff: boolean(true, "retry_interval^n backoff instead of a fixed delay"),
+  max_retries: integer(5, "retries before an unreachable agent is marked failed", { min: 0 }),
+  request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
+  ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
+  require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
+  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)")
+} as const satisfies SectionSpec
+
+export const registrarSection = {
+  ip: string("127.0.0.1", "address the registrar listens on"),
+  port: port(8890, "plain HTTP port (agent registration and activation)"),
+  tls_port: port(8891, "HTTPS port (admin operations, mTLS)"),
+  ...serverTls,
+  ...database,
+  ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
+  tpm_identity: literal(["default", "ek_cert", "iak_idevid", "ek_cert_or_iak_idevid"], "default", "which TPM identity registration requires"),
+  max_body_size: integer(1_048_576, "largest accepted request body in bytes", { min: 1024 })
+} as const satisfies SectionSpec
+
+export const tenantSection = {
+  verifier_ip: string("127.0.0.1", "verifier address"),
+  verifier_port: port(8881, "verifier HTTPS port"),
+  registrar_ip: string("127.0.0.1", "registrar address"),
+  registrar_port: port(8891, "registrar HTTPS (admin) port"),
+  tls_dir: string("default", "TLS directory: default (ca_dir) or a path"),
+  client_key: string("default", "admin client key (client-private.pem)"),
+  client_cert: string("default", "admin client certificate (client-cert.crt)"),
+  trusted_server_ca: stringList(["default"], "CAs trusted for verifier and registrar certificates"),
+  ca_dir: string(CA_DIR, "server components CA directory used by tls_dir = default"),
+  ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates"),
+  require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
+  accept_tpm_hash_algs: stringList(["sha512", "sha384", "sha256"], "hash algorithms accepted for quotes"),
+  accept_tpm_encryption_algs: stringList(["ecc", "rsa"], "encryption algorithms accepted"),
+  accept_tpm_signing_algs: stringList(["ecschnorr", "rsassa"], "signing algorithms accepted"),
+  request_timeout: seconds(60, "timeout of requests (seconds)"),
+  max_retries: integer(5, "retries of a failed request", { min: 0 }),
+  retry_interval: seconds(2, "seconds between retries")
+} as const satisfies SectionSpec
+
+export const agentSection = {
+  uuid: string("d432fbb3-d2f1-4a97-9ef7-75bd81c00000", "agent id; hash_ek derives it from the EK"),
+  ip: string("127.0.0.1", "address the pull agent listens on"),
+  port: port(9002, "HTTPS port of the pull agent"),
+  contact_ip: string("127.0.0.1", "address the verifier uses to reach the agent (sent to the registrar)"),
+  contact_port: port(9002, "port the verifier uses to reach the agent"),
+  registrar_ip: string("127.0.0.1", "registrar address"),
+  registrar_port: port(8890, "registrar plain HTTP port"),
+  verifier_url: string("https://localhost:8881", "verifier base URL (push model)"),
+  enable_agent_mtls: boolean(true, "serve HTTPS with client certificate checks"),
+  server_key: string("default", "agent TLS key (generated in data_dir when default)"),
+  server_cert: string("default", "agent TLS certificate (generated in data_dir when default)"),
+  trusted_client_ca: stringList(["default"], "CAs of verifier/tenant client certificates (default: ca_dir/cacert.crt)"),
+  ca_dir: string(CA_DIR, "server components CA directory"),
+  data_dir: string(`${DATA_DIR}/agent`, "agent state directory"),
+  tpm_hash_alg: literal(["sha1", "sha256", "sha384", "sha512"], "sha256", "hash algorithm of quotes and the AK"),
+  tpm_encryption_alg: literal(["rsa", "ecc"], "rsa", "EK/AK key type"),
+  tpm_signing_alg: literal(["rsassa", "rsapss", "ecdsa", "ecschnorr"], "rsassa", "AK signing scheme"),
+  ek_handle: string("generate", "persistent EK handle, or generate"),
+  enable_revocation_notifications: boolean(false, "listen for revocation notifications"),
+  payload_script: string("autorun.sh", "script run from a delivered payload"),
+  ima_ml_path: string("/sys/kernel/security/ima/ascii_runtime_measurements", "IMA measurement list"),
+  measuredboot_ml_path: string("/sys/kernel/security/tpm0/binary_bios_measurements", "UEFI event log"),
+  attestation_interval_seconds: seconds(60, "push model: seconds between attestations")
+} as const satisfies SectionSpec
+
+export const sections = {
+  verifier: verifierSection,
+  registrar: registrarSection,
+  tenant: tenantSection,
+  agent: agentSection
+} as const
+
+export type SectionName = keyof typeof sections
+export const sectionNames = Object.keys(sections) as ReadonlyArray<SectionName>
+
+export type VerifierOptions = SectionValues<typeof verifierSection>
+export type RegistrarOptions = SectionValues<typeof registrarSection>
+export type TenantOptions = SectionValues<typeof tenantSection>
+export type AgentOptions = SectionValues<typeof agentSection>
