@@ -7,7 +7,7 @@ import { type ConfigSources as Sources, resolveSection } from "../../src/config/
 import { ConfigSources, readSources, RegistrarConfig, VerifierConfig } from "../../src/config/services.js"
 import { parseToml } from "../../src/config/toml.js"
 
-const file = (text: string): Sources["file"] => ({ path: "/etc/attest.toml", doc: Either.getOrThrow(parseToml(text)) })
+const file = (text: string): NonNullable<Sources["file"]> => ({ path: "/etc/attest.toml", doc: Either.getOrThrow(parseToml(text)) })
 
 describe("configuration", () => {
   it("uses defaults, then the file, then the environment, and says where each value came from", () => {
