@@ -1,0 +1,157 @@
+/**
+ * The pull agent at start (spec §4.3, DESIGN "Data flow: pull model"): read EK and EK certificate,
+ * load or create the AK (kept in the data dir), make the NK and extend its digest into PCR 16,
+ * listen on HTTPS with client certificates from the trusted CA required at the handshake (as
+ * rust-keylime, which refuses the TLS connection), register and activate with the registrar
+ * (retrying while it is unreachable), then serve until the scope closes.
+ */
+import type { HttpClient } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { createHash } from "node:crypto"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
+import { Context, Effect, Layer, Option } from "effect"
+import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
+import { Tpm } from "../tpm/Tpm.js"
+import { BootstrapKeys, make as makeKeys } from "./BootstrapKeys.js"
+import { AGENT_API_VERSIONS, makeAgentApp } from "./Http.js"
+import { AgentIdentity, type AgentIdentityShape } from "./Identity.js"
+import { MeasurementSource } from "./measurements/MeasurementSource.js"
+import type { PayloadOptions } from "./payload.js"
+import { DATA_PCR, make as makeQuotes, Quotes } from "./Quotes.js"
+import { register, type RetryPolicy } from "./Registration.js"
+import { loadState, saveState } from "./state.js"
+import { loadOrCreateServerTls, type ServerTls } from "./tls.js"
+
+export interface AgentOptions {
+  /** A UUID, or "hash_ek" for the SHA-256 of the EK public area (hex). */
+  readonly agentId: string
+  readonly dataDir: string
+  readonly host: string
+  /** 0 picks a free port (tests, `attest up`). */
+  readonly port: number
+  /** Address and port announced to the registrar; default: host and the bound port. */
+  readonly contactIp?: string
+  readonly contactPort?: number
+  /** Base URL of the registrar's registration port, e.g. http://127.0.0.1:8890; unset: no registration. */
+  readonly registrarUrl?: string | undefined
+  /** PEM of the CA whose client certificates may connect (the server components CA). */
+  readonly trustedClientCa: string
+  /** Given certificate and key; unset: self-signed (or issued by `serverCertIssuer`) and stored in the data dir. */
+  readonly serverTls?: ServerTls
+  readonly serverCertIssuer?: { readonly certificatePem: string; readonly privateKeyPem: string }
+  readonly payload: PayloadOptions
+  readonly revocationCert?: string | undefined
+  readonly ekAlg?: KeyAlg
+  readonly ak?: AkOptions
+  readonly retry?: RetryPolicy
+  readonly versions?: ReadonlyArray<string>
+}
+
+export interface RunningAgentShape {
+  readonly agentId: string
+  readonly url: string
+  readonly port: number
+  readonly serverCert: string
+  /** The API version the registration used; None when no registrar is configured. */
+  readonly registeredWith: Option.Option<string>
+}
+
+export class RunningAgent extends Context.Tag("attest/agent/RunningAgent")<RunningAgent, RunningAgentShape>() {}
+
+const defaultAk: AkOptions = { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" }
+
+const start = (o: AgentOptions) =>
+  Effect.gen(function*() {
+    const tpm = yield* Tpm
+    const source = yield* MeasurementSource
+    const ekAlg = o.ekAlg ?? "rsa"
+    const akOptions = o.ak ?? defaultAk
+    yield* Effect.logInfo(`agent starting: TPM ${tpm.description}, measurements from ${source.description}`)
+
+    const ekPublic = yield* tpm.ekPublic(ekAlg)
+    const ekCertificate = yield* tpm.ekCertificate(ekAlg)
+    const agentId = o.agentId === "hash_ek" ? createHash("sha256").update(ekPublic).digest("hex") : o.agentId
+
+    // The AK survives restarts so the registrar's record stays valid.
+    const stored = yield* loadState(o.dataDir)
+    const reused = Option.isSome(stored) && stored.value.ak.ekAlg === ekAlg
+      ? yield* tpm.loadAk(stored.value.ak).pipe(
+        Effect.tapError((e) => Effect.logWarning(`stored AK does not load on this TPM (${e.message}); creating a new one`)),
+        Effect.option
+      )
+      : Option.none()
+    const ak = Option.isSome(reused) ? reused.value : yield* tpm.createAk(ekAlg, akOptions)
+    yield* Effect.logInfo(Option.isSome(reused) ? `loaded the AK from ${o.dataDir}` : `created a new AK (${ak.options.alg}, ${ak.options.scheme}, ${ak.options.hash})`)
+    yield* saveState(o.dataDir, agentId, ak.saved)
+
+    const keys = yield* makeKeys({ agentId, payload: o.payload })
+    // PCR 16 = H(0 ‖ H(NK PEM)) binds the NK to every quote (Keylime `TPM_DATA_PCR`).
+    const hash = ak.options.hash
+    const pcr16 = yield* tpm.pcrRead([{ hash, pcrs: [DATA_PCR] }])
+    if (pcr16[0]?.values.get(DATA_PCR)?.some((b) => b !== 0)) {
+      yield* Effect.logWarning(
+        `PCR ${DATA_PCR} is not zero (the TPM was not reset since an earlier agent run); quotes will not bind this NK until the TPM is reset`
+      )
+    }
+    yield* tpm.pcrExtend(DATA_PCR, [{ hash, digest: new Uint8Array(createHash(hash).update(keys.nk.publicPem).digest()) }])
+
+    const identity: AgentIdentityShape = {
+      agentId,
+      ak,
+      ekAlg,
+      hashAlg: hash,
+      encAlg: ak.options.alg,
+      encBits: ak.options.bits ?? (ak.options.alg === "rsa" ? 2048 : 256),
+      signAlg: ak.options.scheme
+    }
+    const ctx = Context.make(AgentIdentity, identity).pipe(Context.add(BootstrapKeys, keys), Context.add(Tpm, tpm), Context.add(MeasurementSource, source))
+    const quotes = yield* makeQuotes.pipe(Effect.provide(ctx))
+    const versions = o.versions ?? AGENT_API_VERSIONS
+    const app = yield* makeAgentApp({ versions, revocationCert: o.revocationCert }).pipe(
+      Effect.provide(Context.add(ctx, Quotes, quotes))
+    )
+
+    const contactIp = o.contactIp ?? (o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host)
+    const tls = o.serverTls ?? (yield* loadOrCreateServerTls({
+      dataDir: o.dataDir,
+      agentId,
+      names: [...new Set([contactIp, "127.0.0.1", "localhost"])],
+      ...(o.serverCertIssuer ? { issuer: o.serverCertIssuer } : {})
+    }))
+    const node = https.createServer({
+      key: tls.key,
+      cert: tls.cert,
+      ca: o.trustedClientCa,
+      requestCert: true,
+      rejectUnauthorized: true,
+      keepAliveTimeout: 30_000
+    })
+    const server = yield* NodeHttpServer.make(() => node, { host: o.host, port: o.port })
+    yield* server.serve(app)
+    const port = (node.address() as AddressInfo).port
+    const url = `https://${contactIp.includes(":") ? `[${contactIp}]` : contactIp}:${port}`
+    yield* Effect.logInfo(`agent ${agentId} listening on https://${o.host}:${port} (client certificates from the trusted CA required)`)
+
+    if (o.registrarUrl === undefined) {
+      yield* Effect.logWarning("no registrar configured: the agent serves without registering")
+      return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, registeredWith: Option.none() })
+    }
+    const registeredWith = yield* register({
+      registrarUrl: o.registrarUrl,
+      agentId,
+      ekPublic,
+      ekCertificate,
+      ak,
+      mtlsCert: tls.cert,
+      contactIp,
+      contactPort: o.contactPort ?? port,
+      versions
+    }, o.retry)
+    return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, registeredWith: Option.some(registeredWith) })
+  }).pipe(Effect.withLogSpan("agent"))
+
+/** The running agent: needs a Tpm, a MeasurementSource and an HttpClient (for the registrar). */
+export const layer = (o: AgentOptions) => Layer.scoped(RunningAgent, start(o))
+
+export type AgentRequirements = Tpm | MeasurementSource | HttpClient.HttpClient

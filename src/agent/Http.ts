@@ -1,0 +1,175 @@
+/**
+ * The pull agent's HTTP app. It reproduces rust-keylime's routing answers (push-model.md §4):
+ * 400 for an unsupported version prefix, per-scope 400/405 texts, 404 "Not Found", and the query
+ * and body errors of each endpoint; every answer is the `{code, status, results}` envelope. A plain
+ * dispatcher rather than HttpApi, because those scope-level answers are not expressible as routes.
+ */
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Either, Schema } from "effect"
+import { envelopeResponse } from "../http/envelope.js"
+import { type ApiVersion, parseVersion } from "../http/versions.js"
+import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
+import { AgentRequestError, badRequest } from "./errors.js"
+import { AgentIdentity } from "./Identity.js"
+import { parseChallenge, parseIdentityQuery, parseIntegrityQuery, type Query } from "./queries.js"
+import { Quotes } from "./Quotes.js"
+import { checkRevocation, RevocationBody } from "./revocation.js"
+
+/** rust-keylime's SUPPORTED_API_VERSIONS plus 2.0 (spec §9: quotes and keys exist since 2.0). */
+export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
+
+export interface AgentHttpOptions {
+  readonly versions?: ReadonlyArray<string>
+  /** PEM of the certificate that signs revocation messages; unset: messages are logged unchecked. */
+  readonly revocationCert?: string | undefined
+}
+
+const ok = (results: unknown) => envelopeResponse(200, "Success", results)
+const fail = (e: AgentRequestError) => envelopeResponse(e.status, e.message)
+const methodNotAllowed = (message: string, allow?: string) =>
+  HttpServerResponse.unsafeJson({ code: 405, status: message, results: {} }, {
+    status: 405,
+    ...(allow ? { headers: { allow } } : {})
+  })
+const fromEither = <A>(e: Either.Either<A, AgentRequestError>): Effect.Effect<A, AgentRequestError> =>
+  Either.match(e, { onLeft: (l) => Effect.fail(l), onRight: (r) => Effect.succeed(r) })
+
+const jsonBody = <A, I>(request: HttpServerRequest.HttpServerRequest, schema: Schema.Schema<A, I>) =>
+  request.json.pipe(
+    Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message ?? "invalid JSON"}`)),
+    Effect.flatMap((body) =>
+      Schema.decodeUnknown(schema)(body).pipe(
+        Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message.split("\n").slice(-1)[0]?.trim() ?? "invalid body"}`))
+      )
+    )
+  )
+
+export const makeAgentApp = (options: AgentHttpOptions = {}) =>
+  Effect.gen(function*() {
+    const versions = options.versions ?? AGENT_API_VERSIONS
+    const latest = versions[versions.length - 1] ?? "2.6"
+    const keys = yield* BootstrapKeys
+    const quotes = yield* Quotes
+    const id = yield* AgentIdentity
+    const rootHint = `Not Implemented: Use ${versions.map((v) => `/v${v}`).join(", ")} or /version interfaces`
+
+    const scoped = (
+      method: string,
+      version: ApiVersion,
+      segments: ReadonlyArray<string>,
+      query: Query,
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, AgentRequestError> => {
+      const [scope, leaf, ...more] = segments
+      const exact = more.length === 0
+      switch (scope) {
+        case "agent":
+          if (method === "GET" && leaf === "info" && exact && (version.major > 2 || version.minor >= 2)) {
+            return Effect.succeed(ok({
+              agent_uuid: id.agentId,
+              tpm_hash_alg: id.hashAlg,
+              tpm_enc_alg: quotes.encAlgFor(version),
+              tpm_sign_alg: id.signAlg,
+              ak_handle: 0
+            }))
+          }
+          return method === "GET"
+            ? Effect.fail(badRequest("URI not supported, only /info is supported for GET in /agent interface"))
+            : Effect.succeed(methodNotAllowed("Method is not supported in /agent interface"))
+        case "keys":
+          if (method === "GET" && leaf === "pubkey" && exact) return Effect.succeed(ok({ pubkey: keys.nk.publicPem }))
+          if (method === "GET" && leaf === "verify" && exact) {
+            return fromEither(parseChallenge(query)).pipe(
+              Effect.flatMap(keys.verify),
+              Effect.map((hmac) => ok({ hmac }))
+            )
+          }
+          if (method === "POST" && leaf === "ukey" && exact) {
+            return jsonBody(request, UKeyBody).pipe(Effect.flatMap(keys.ukey), Effect.as(ok({})))
+          }
+          if (method === "POST" && leaf === "vkey" && exact) {
+            return jsonBody(request, VKeyBody).pipe(Effect.flatMap(keys.vkey), Effect.as(ok({})))
+          }
+          return method === "GET"
+            ? Effect.fail(badRequest("URI not supported, only /pubkey and /verify are supported for GET in /keys interface"))
+            : method === "POST"
+            ? Effect.fail(badRequest("URI not supported, only /ukey and /vkey are supported for POST in /keys interface"))
+            : Effect.succeed(methodNotAllowed("Method is not supported in /keys interface"))
+        case "quotes":
+          if (method === "GET" && leaf === "identity" && exact) {
+            return fromEither(parseIdentityQuery(query)).pipe(
+              Effect.flatMap((nonce) => quotes.identity(nonce, version)),
+              Effect.map(ok)
+            )
+          }
+          if (method === "GET" && leaf === "integrity" && exact) {
+            return fromEither(parseIntegrityQuery(query)).pipe(
+              Effect.flatMap((q) => quotes.integrity(q, version)),
+              Effect.map(ok)
+            )
+          }
+          return method === "GET"
+            ? Effect.fail(badRequest("URI not supported, only /identity and /integrity are supported for GET in /quotes/ interface"))
+            : Effect.succeed(methodNotAllowed("Method is not supported in /quotes/ interface"))
+        case "notifications":
+          if (method === "POST" && leaf === "revocation" && exact) {
+            return jsonBody(request, RevocationBody).pipe(
+              Effect.flatMap((body) => fromEither(checkRevocation(body, options.revocationCert))),
+              Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
+              Effect.tap(({ event, signed }) =>
+                Effect.logWarning(
+                  `revocation notification (${signed ? "signature verified" : "no revocation certificate configured; unchecked"}): ` +
+                    `type=${event.type ?? "?"} agent=${event.agent_id ?? "?"} event=${event.event_id ?? "?"} severity=${event.severity_label ?? "?"}`
+                )
+              ),
+              Effect.as(ok({}))
+            )
+          }
+          return method === "POST"
+            ? Effect.fail(badRequest("URI not supported, only /revocation is supported for POST in /notifications/ interface"))
+            : Effect.succeed(methodNotAllowed("Method is not supported in /notifications/ interface"))
+        default:
+          if (segments.length === 0 || scope === "") {
+            if (method === "GET") return Effect.fail(badRequest("Not Implemented: Use /agent, /keys, or /quotes interfaces"))
+            if (method === "POST") return Effect.fail(badRequest("Not Implemented: Use /keys or /notifications interfaces"))
+          }
+          return Effect.succeed(envelopeResponse(404, "Not Found"))
+      }
+    }
+
+    const app: HttpApp.Default = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const url = new URL(request.url, "https://agent")
+      const method = request.method
+      const path = url.pathname
+      const query: Record<string, string> = {}
+      url.searchParams.forEach((v, k) => (query[k] = v))
+      if (path === "/version" || path === "/version/") {
+        return method === "GET"
+          ? ok({ supported_version: latest, supported_versions: versions })
+          : methodNotAllowed("Method is not supported", "GET")
+      }
+      const m = /^\/v([^/]*)(?:\/(.*))?$/.exec(path)
+      if (m === null) {
+        if (path !== "/" && path !== "") return envelopeResponse(404, "Not Found")
+        return method === "GET" || method === "POST"
+          ? envelopeResponse(400, rootHint)
+          : methodNotAllowed("Method is not supported", "GET, POST")
+      }
+      const requested = m[1] ?? ""
+      const version = versions.includes(requested) ? parseVersion(requested) : undefined
+      if (version === undefined) return envelopeResponse(400, `API version not supported: v${requested}`)
+      const rest = (m[2] ?? "").replace(/\/+$/, "")
+      const segments = rest === "" ? [] : rest.split("/")
+      return yield* scoped(method, version, segments, query, request).pipe(
+        Effect.catchAll((e) => Effect.succeed(fail(e)))
+      )
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.as(Effect.logError("agent request failed", cause), envelopeResponse(500, "Internal Server Error"))
+      )
+    )
+    return app
+  })
+
+export { AgentRequestError }

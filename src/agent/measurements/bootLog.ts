@@ -1,0 +1,139 @@
+/**
+ * Writer of a TCG2 crypto-agile event log (TCG PC Client PFP): a SHA-1-format Spec ID header event
+ * (EV_NO_ACTION, "Spec ID Event03") naming the banks, then TCG_PCR_EVENT2 records with one digest
+ * per bank. All integers little-endian. `simulatedBootEvents` is a plausible UEFI + shim + grub boot.
+ */
+import { createHash } from "node:crypto"
+import type { HashAlg } from "../../tpm/Tpm.js"
+
+export const EV = {
+  POST_CODE: 0x1,
+  NO_ACTION: 0x3,
+  SEPARATOR: 0x4,
+  S_CRTM_VERSION: 0x8,
+  IPL: 0xd,
+  EFI_VARIABLE_DRIVER_CONFIG: 0x80000001,
+  EFI_VARIABLE_BOOT: 0x80000002,
+  EFI_BOOT_SERVICES_APPLICATION: 0x80000003,
+  EFI_ACTION: 0x80000007,
+  EFI_PLATFORM_FIRMWARE_BLOB: 0x80000008,
+  EFI_VARIABLE_AUTHORITY: 0x800000e0
+} as const
+
+const algIds: Record<HashAlg, number> = { sha1: 0x0004, sha256: 0x000b, sha384: 0x000c, sha512: 0x000d }
+const sizes: Record<HashAlg, number> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 }
+
+export interface BootEvent {
+  readonly pcr: number
+  readonly type: number
+  /** The event data stored in the log. */
+  readonly data: Uint8Array
+  /** What the digest is taken over when it differs from `data` (e.g. a PE image for an application). */
+  readonly measured?: Uint8Array
+}
+
+export interface EncodedLog {
+  readonly log: Uint8Array
+  /** Per event, the digest of each bank, in event order: what gets extended into the TPM. */
+  readonly extends: ReadonlyArray<{ readonly pcr: number; readonly digests: ReadonlyArray<{ hash: HashAlg; digest: Uint8Array }> }>
+}
+
+const u32 = (n: number): Buffer => {
+  const b = Buffer.alloc(4)
+  b.writeUInt32LE(n >>> 0)
+  return b
+}
+const u16 = (n: number): Buffer => {
+  const b = Buffer.alloc(2)
+  b.writeUInt16LE(n)
+  return b
+}
+const u64 = (n: number | bigint): Buffer => {
+  const b = Buffer.alloc(8)
+  b.writeBigUInt64LE(BigInt(n))
+  return b
+}
+
+const specIdEvent = (banks: ReadonlyArray<HashAlg>): Buffer =>
+  Buffer.concat([
+    Buffer.from("Spec ID Event03\0", "ascii"),
+    u32(0), // platformClass: client
+    Buffer.from([0, 2, 0, 2]), // specVersionMinor 0, major 2, errata 0, uintnSize 2 (UINT64)
+    u32(banks.length),
+    ...banks.map((h) => Buffer.concat([u16(algIds[h]), u16(sizes[h])])),
+    Buffer.from([0]) // vendorInfoSize
+  ])
+
+export const encodeEventLog = (events: ReadonlyArray<BootEvent>, banks: ReadonlyArray<HashAlg>): EncodedLog => {
+  const header = specIdEvent(banks)
+  const parts: Array<Buffer> = [u32(0), u32(EV.NO_ACTION), Buffer.alloc(20), u32(header.length), header]
+  const extended: Array<EncodedLog["extends"][number]> = []
+  for (const e of events) {
+    const digests = banks.map((hash) => ({
+      hash,
+      digest: new Uint8Array(createHash(hash).update(e.measured ?? e.data).digest())
+    }))
+    parts.push(u32(e.pcr), u32(e.type), u32(digests.length))
+    for (const d of digests) parts.push(u16(algIds[d.hash]), Buffer.from(d.digest))
+    parts.push(u32(e.data.length), Buffer.from(e.data))
+    extended.push({ pcr: e.pcr, digests })
+  }
+  return { log: new Uint8Array(Buffer.concat(parts)), extends: extended }
+}
+
+const utf16 = (s: string): Buffer => Buffer.from(s, "utf16le")
+
+const guid = (text: string): Buffer => {
+  // mixed-endian EFI_GUID layout
+  const h = text.replace(/-/g, "")
+  const b = Buffer.from(h, "hex")
+  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)])
+}
+const EFI_GLOBAL_VARIABLE = guid("8be4df61-93ca-11d2-aa0d-00e098032b8c")
+const EFI_IMAGE_SECURITY_DATABASE = guid("d719b2cb-3d3a-4596-a3bc-dad00e67656f")
+
+/** UEFI_VARIABLE_DATA: VariableName GUID, name length, data length, UTF-16 name, data. */
+const variableData = (vendor: Buffer, name: string, data: Uint8Array): Uint8Array =>
+  new Uint8Array(Buffer.concat([vendor, u64(name.length), u64(data.length), utf16(name), Buffer.from(data)]))
+
+/** UEFI_IMAGE_LOAD_EVENT with a small device path naming the file. */
+const imageLoad = (path: string, length: number): Uint8Array => {
+  const devicePath = Buffer.concat([Buffer.from([4, 4]), u16(4 + utf16(path + "\0").length), utf16(path + "\0"), Buffer.from([0x7f, 0xff, 4, 0])])
+  return new Uint8Array(Buffer.concat([u64(0x7c000000), u64(length), u64(0), u64(devicePath.length), devicePath]))
+}
+
+const ascii = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "ascii"))
+
+/** A simulated machine's boot, PCRs 0–9; `name` makes kernel command lines (and so PCR 8) differ per machine. */
+export const simulatedBootEvents = (name: string): ReadonlyArray<BootEvent> => {
+  const image = (file: string) => ascii(`simulated PE image ${file}`)
+  const separator = (pcr: number): BootEvent => ({ pcr, type: EV.SEPARATOR, data: new Uint8Array(4) })
+  const cmdline = `linux /vmlinuz-6.1.0-attest root=/dev/vda1 ro quiet attest.machine=${name}`
+  return [
+    { pcr: 0, type: EV.S_CRTM_VERSION, data: new Uint8Array(utf16("1.0 attest simulated firmware\0")) },
+    {
+      pcr: 0,
+      type: EV.EFI_PLATFORM_FIRMWARE_BLOB,
+      data: new Uint8Array(Buffer.concat([u64(0xffc00000), u64(0x400000)])),
+      measured: ascii("simulated firmware volume")
+    },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "SecureBoot", new Uint8Array([1])) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "PK", ascii("simulated PK")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "KEK", ascii("simulated KEK")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", ascii("simulated db")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "dbx", ascii("simulated dbx")) },
+    { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "BootOrder", new Uint8Array([1, 0])) },
+    { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "Boot0001", ascii("debian shimx64.efi")) },
+    { pcr: 4, type: EV.EFI_ACTION, data: ascii("Calling EFI Application from Boot Option") },
+    ...[0, 1, 2, 3, 4, 5, 6, 7].map(separator),
+    { pcr: 7, type: EV.EFI_VARIABLE_AUTHORITY, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", ascii("simulated db signer")) },
+    { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("\\EFI\\debian\\shimx64.efi", 950000), measured: image("shimx64.efi") },
+    { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("\\EFI\\debian\\grubx64.efi", 2500000), measured: image("grubx64.efi") },
+    { pcr: 8, type: EV.IPL, data: ascii(`grub_cmd: ${cmdline}\0`) },
+    { pcr: 9, type: EV.IPL, data: ascii("/vmlinuz-6.1.0-attest\0"), measured: image("vmlinuz-6.1.0-attest") },
+    { pcr: 8, type: EV.IPL, data: ascii(`kernel_cmdline: ${cmdline.slice(6)}\0`) },
+    { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("/vmlinuz-6.1.0-attest", 8000000), measured: image("vmlinuz-6.1.0-attest") },
+    { pcr: 5, type: EV.EFI_ACTION, data: ascii("Exit Boot Services Invocation") },
+    { pcr: 5, type: EV.EFI_ACTION, data: ascii("Exit Boot Services Returned with Success") }
+  ]
+}
