@@ -29,8 +29,11 @@ export class TemplateBuffer {
 
 /** Fields of one entry; mutated in place by `parseLineInto`. */
 export interface EntryFields {
-  pcr: string
-  templateHash: string
+  /** PCR and template-hash columns as offsets into the parsed text (sliced only when needed). */
+  pcrStart: number
+  pcrEnd: number
+  thStart: number
+  thEnd: number
   template: TemplateName
   digestAlg: string
   digestHex: string
@@ -47,8 +50,10 @@ export interface EntryFields {
 }
 
 export const emptyFields = (): EntryFields => ({
-  pcr: "",
-  templateHash: "",
+  pcrStart: 0,
+  pcrEnd: 0,
+  thStart: 0,
+  thEnd: 0,
   template: "ima-ng",
   digestAlg: "",
   digestHex: "",
@@ -61,10 +66,34 @@ export const emptyFields = (): EntryFields => ({
   extraLength: 0
 })
 
-const templateOf = (s: string): TemplateName | undefined =>
-  s === "ima-ng" ? s : s === "ima-sig" ? s : s === "ima-buf" ? s : s === "ima" ? s : undefined
-
 /** Writes hex into buf at off; -1 unless every character was valid hex. */
+const hexVal = (c: number): number =>
+  c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1
+
+/** Hex decode in JS: short fields cost less here than a call into C++. -1 on a bad character. */
+const writeHexJs = (buf: Uint8Array, off: number, hex: string): number => {
+  const n = hex.length >> 1
+  if ((hex.length & 1) !== 0) return -1
+  for (let i = 0; i < n; i++) {
+    const hi = hexVal(hex.charCodeAt(2 * i))
+    const lo = hexVal(hex.charCodeAt(2 * i + 1))
+    if ((hi | lo) < 0) return -1
+    buf[off + i] = (hi << 4) | lo
+  }
+  return n
+}
+
+/** UTF-8 encode; ASCII (nearly every path) is copied in JS, the rest goes through Buffer#write. */
+const writeUtf8 = (buf: Buffer, off: number, s: string): number => {
+  const n = s.length
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 128) return buf.write(s, off, "utf8")
+    buf[off + i] = c
+  }
+  return n
+}
+
 const writeHex = (buf: Buffer, off: number, hex: string): number => {
   if ((hex.length & 1) !== 0) return -1
   const n = hex.length >> 1
@@ -72,47 +101,78 @@ const writeHex = (buf: Buffer, off: number, hex: string): number => {
   return n === 0 ? 0 : buf.write(hex, off, n, "hex") === n ? n : -1
 }
 
+const isHexCode = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+
 /**
- * Parses `line` (no trailing newline) into `out` and its template data into `tb`.
- * Returns undefined on success, or the reason the line is not an IMA entry.
+ * Parses text[start, end) (one line, no newline) into `out` and its template data into `tb`.
+ * Returns undefined on success, or the reason the line is not an IMA entry. Works on indices into
+ * the whole list so the hot loop slices only the strings it keeps.
  */
-export const parseLineInto = (line: string, tb: TemplateBuffer, out: EntryFields): string | undefined => {
-  const s1 = line.indexOf(" ")
-  const s2 = s1 < 0 ? -1 : line.indexOf(" ", s1 + 1)
-  const s3 = s2 < 0 ? -1 : line.indexOf(" ", s2 + 1)
+export const parseLineInto = (
+  text: string,
+  start: number,
+  end: number,
+  tb: TemplateBuffer,
+  out: EntryFields
+): string | undefined => {
+  const line = text
+  let s1 = line.indexOf(" ", start)
+  if (s1 >= end) s1 = -1
+  let s2 = s1 < 0 ? -1 : line.indexOf(" ", s1 + 1)
+  if (s2 >= end) s2 = -1
+  let s3 = s2 < 0 ? -1 : line.indexOf(" ", s2 + 1)
+  if (s3 >= end) s3 = -1
   if (s3 < 0) return "expected 4 fields: PCR, template hash, template name, template data"
-  out.pcr = line.slice(0, s1)
-  const th = line.slice(s1 + 1, s2)
-  if (th.length === 0 || (th.length & 1) !== 0 || !/^[0-9a-fA-F]+$/.test(th)) return `template hash '${th}' is not hex`
-  out.templateHash = th
-  const template = templateOf(line.slice(s2 + 1, s3))
+  out.pcrStart = start
+  out.pcrEnd = s1
+  const thLen = s2 - s1 - 1
+  if (thLen === 0 || (thLen & 1) !== 0 || thLen > 128) return `template hash '${line.slice(s1 + 1, s2)}' is not a hex digest`
+  for (let i = s1 + 1; i < s2; i++) {
+    if (!isHexCode(line.charCodeAt(i))) return `template hash '${line.slice(s1 + 1, s2)}' is not hex`
+  }
+  out.thStart = s1 + 1
+  out.thEnd = s2
+  const nameLen = s3 - s2 - 1
+  const template: TemplateName | undefined =
+    nameLen === 6 && line.startsWith("ima-ng", s2 + 1)
+      ? "ima-ng"
+      : nameLen === 7 && line.startsWith("ima-sig", s2 + 1)
+        ? "ima-sig"
+        : nameLen === 7 && line.startsWith("ima-buf", s2 + 1)
+          ? "ima-buf"
+          : nameLen === 3 && line.startsWith("ima", s2 + 1)
+            ? "ima"
+            : undefined
   if (template === undefined) return `no parser for template '${line.slice(s2 + 1, s3)}'`
   out.template = template
   const d0 = s3 + 1
-  const d1 = line.indexOf(" ", d0)
+  let d1 = line.indexOf(" ", d0)
+  if (d1 >= end) d1 = -1
   if (d1 < 0) return `template ${template}: expected a digest and a name`
-  let nameEnd = line.length
+  let nameEnd = end
   out.extraHex = ""
   if (template === "ima-sig" || template === "ima-buf") {
-    const d2 = line.indexOf(" ", d1 + 1)
+    let d2 = line.indexOf(" ", d1 + 1)
+    if (d2 >= end) d2 = -1
     // The kernel prints the separator even when the last field is empty.
     if (d2 < 0) return `template ${template}: expected 3 fields (digest, name, ${template === "ima-sig" ? "signature" : "buffer"})`
     nameEnd = d2
-    out.extraHex = line.slice(d2 + 1)
+    out.extraHex = line.slice(d2 + 1, end)
   }
-  const digestTok = line.slice(d0, d1)
   out.name = line.slice(d1 + 1, nameEnd)
-  const colon = digestTok.indexOf(":")
+  let colon = line.indexOf(":", d0)
+  if (colon >= d1) colon = -1
   let alg: string
   let hex: string
   if (colon < 0) {
-    hex = digestTok
+    hex = line.slice(d0, d1)
     alg = hex.length === 40 ? "sha1" : hex.length === 32 ? "md5" : ""
-    if (alg === "") return `digest '${digestTok}' has no algorithm and is not a sha1 or md5 digest`
+    if (alg === "") return `digest '${hex}' has no algorithm and is not a sha1 or md5 digest`
   } else {
-    if (digestTok.indexOf(":", colon + 1) >= 0) return `digest '${digestTok}' has more than one ':'`
-    alg = digestTok.slice(0, colon)
-    hex = digestTok.slice(colon + 1)
+    const second = line.indexOf(":", colon + 1)
+    if (second >= 0 && second < d1) return `digest '${line.slice(d0, d1)}' has more than one ':'`
+    alg = colon - d0 === 6 && line.startsWith("sha256", d0) ? "sha256" : line.slice(d0, colon)
+    hex = line.slice(colon + 1, d1)
   }
   out.digestAlg = alg
   out.digestHex = hex
@@ -122,11 +182,11 @@ export const parseLineInto = (line: string, tb: TemplateBuffer, out: EntryFields
   let off = 0
   if (template === "ima") {
     out.digestStart = 0
-    const n = writeHex(buf, 0, hex)
-    if (n < 0) return `digest '${digestTok}' is not valid hex`
+    const n = writeHexJs(buf, 0, hex)
+    if (n < 0) return `digest '${alg}:${hex}' is not valid hex`
     out.digestLength = n
     off = n
-    const nameLen = buf.write(out.name, off, "utf8")
+    const nameLen = writeUtf8(buf, off, out.name)
     if (nameLen > TCG_EVENT_NAME_LEN_MAX) return `name is longer than ${TCG_EVENT_NAME_LEN_MAX} bytes (template ima)`
     // Legacy "n" field: name, NUL, zero padding to TCG_EVENT_NAME_LEN_MAX + 1 bytes.
     buf.fill(0, off + nameLen, off + TCG_EVENT_NAME_LEN_MAX + 1)
@@ -137,19 +197,19 @@ export const parseLineInto = (line: string, tb: TemplateBuffer, out: EntryFields
   }
   // d-ng: u32 len ‖ alg ‖ ':' ‖ NUL ‖ digest
   off = 4
-  off += buf.write(alg, off, "latin1")
+  off += writeUtf8(buf, off, alg)
   buf[off++] = 0x3a
   buf[off++] = 0
   out.digestStart = off
-  const n = writeHex(buf, off, hex)
-  if (n < 0) return `digest '${digestTok}' is not valid hex`
+  const n = hex.length <= 128 ? writeHexJs(buf, off, hex) : writeHex(buf, off, hex)
+  if (n < 0) return `digest '${alg}:${hex}' is not valid hex`
   out.digestLength = n
   off += n
   buf.writeUInt32LE(off - 4, 0)
   // n-ng: u32 len ‖ name ‖ NUL
   const nameAt = off
   off += 4
-  off += buf.write(out.name, off, "utf8")
+  off += writeUtf8(buf, off, out.name)
   buf[off++] = 0
   buf.writeUInt32LE(off - nameAt - 4, nameAt)
   if (template === "ima-ng") {
@@ -185,12 +245,12 @@ export interface ImaEntry {
 export const parseEntry = (text: string, line = 1): Either.Either<ImaEntry, ImaParseError> => {
   const tb = new TemplateBuffer()
   const f = emptyFields()
-  const reason = parseLineInto(text, tb, f)
+  const reason = parseLineInto(text, 0, text.length, tb, f)
   if (reason !== undefined) return Either.left(new ImaParseError({ line, reason }))
   const data = new Uint8Array(tb.buf.subarray(0, f.length))
   return Either.right({
-    pcr: f.pcr,
-    templateHash: f.templateHash.toLowerCase(),
+    pcr: text.slice(f.pcrStart, f.pcrEnd),
+    templateHash: text.slice(f.thStart, f.thEnd).toLowerCase(),
     template: f.template,
     digestAlg: f.digestAlg,
     digest: data.slice(f.digestStart, f.digestStart + f.digestLength),

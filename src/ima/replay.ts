@@ -19,9 +19,9 @@ export const replayPcr10 = (
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!
     if (line === "") continue
-    const reason = parseLineInto(line, tb, f)
+    const reason = parseLineInto(line, 0, line.length, tb, f)
     if (reason !== undefined) return Either.left(new ImaParseError({ line: i + 1, reason }))
-    const violation = /^0+$/.test(f.templateHash)
+    const violation = /^0+$/.test(line.slice(f.thStart, f.thEnd))
     banks.forEach((b, k) => {
       const th = violation ? Buffer.alloc(digestSize(b), 0xff) : hashBytes(b, tb.buf.subarray(0, f.length))
       pcrs[k] = hashBytes(b, Buffer.concat([pcrs[k]!, th]))

@@ -49,7 +49,20 @@ export interface ImaVerificationResult {
   readonly retry: boolean
 }
 
-const TOMTOU_ZERO = /^0+$/
+const nibble = (c: number): number => (c <= 57 ? c - 48 : (c | 32) - 87)
+
+/** text[at, at + 2·d.length) is the hex of d (either case); no slicing or decoding. */
+const hexEquals = (text: string, at: number, d: Uint8Array): boolean => {
+  for (let i = 0; i < d.length; i++) {
+    if (((nibble(text.charCodeAt(at + 2 * i)) << 4) | nibble(text.charCodeAt(at + 2 * i + 1))) !== d[i]) return false
+  }
+  return true
+}
+
+const isZeros = (s: string, a: number, b: number): boolean => {
+  for (let i = a; i < b; i++) if (s.charCodeAt(i) !== 48) return false
+  return true
+}
 
 export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult => {
   const decision = decideStart(input.state, input.startEntry, input.bootTime)
@@ -85,12 +98,17 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength)
   })
   const allMatch = (): boolean => {
-    for (let i = 0; i < nb; i++) if (!running[i]!.equals(targets[i]!)) return false
+    for (let i = 0; i < nb; i++) {
+      const r = running[i]!
+      const t = targets[i]!
+      if (r[0] !== t[0] || r[1] !== t[1] || !r.equals(t)) return false
+    }
     return true
   }
 
   const policy = input.policy
   const logAlg: HashAlg = policy?.logHashAlg ?? "sha1"
+  const logHexLen = 2 * digestSize(logAlg)
   const keyring = input.keyring?.clone() ?? new ImaKeyring()
   if (policy !== undefined) keyring.addAll(policy.verificationKeys)
   for (const l of start.learnedKeys) {
@@ -108,7 +126,6 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
 
   const tb = new TemplateBuffer()
   const f = emptyFields()
-  const thScratch = Buffer.alloc(64)
   const text = input.list
   let count = 0
   let pos = 0
@@ -119,6 +136,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     const name = f.name
     if (policy.exclude !== undefined && policy.exclude.test(name)) return true
     const allowed = map.get(name)
+    if (allowed !== undefined && allowed.has(digestHex)) return true
     const hex = digestHex.toLowerCase()
     if (allowed === undefined && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
       failures.push(failure(FailureType.notInAllowlist, `File not found in allowlist: ${name} (entry ${line})`, line, name))
@@ -138,21 +156,23 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       pos = nl + 1
       continue
     }
-    const line = text.slice(pos, nl)
+    const lineStart = pos
     pos = nl + 1
     count++
     const lineNo = input.startEntry + count
-    const reason = parseLineInto(line, tb, f)
+    const reason = parseLineInto(text, lineStart, nl, tb, f)
     if (reason !== undefined) {
-      failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${line.slice(0, 200)}`, lineNo))
+      const shown = text.slice(lineStart, Math.min(nl, lineStart + 200))
+      failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${shown}`, lineNo))
       continue
     }
-    const data = tb.buf.subarray(0, f.length)
-    const th = f.templateHash
-    const tomtou = th.charCodeAt(0) === 48 && TOMTOU_ZERO.test(th)
+    // A plain view is cheaper to make than Buffer#subarray; crypto.hash takes any Uint8Array.
+    const data = new Uint8Array(tb.buf.buffer, tb.buf.byteOffset, f.length)
+    const thLen = f.thEnd - f.thStart
+    const tomtou = text.charCodeAt(f.thStart) === 48 && isZeros(text, f.thStart, f.thEnd)
     // Column 2 is hashed with the policy's log_hash_alg; a column of another digest length (e.g. the
     // kernel's ascii_runtime_measurements_sha256) is checked with the algorithm of that length.
-    const thAlg = th.length === 2 * digestSize(logAlg) ? logAlg : hashAlgFromHexLength(th.length)
+    const thAlg = thLen === logHexLen ? logAlg : hashAlgFromHexLength(thLen)
     let thDigest: Buffer | undefined
     for (let i = 0; i < nb; i++) {
       let pth: Buffer
@@ -163,13 +183,14 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       }
       const eb = extendBufs[i]!
       const n = sizes[i]!
-      running[i]!.copy(eb, 0)
-      pth.copy(eb, n)
+      eb.set(running[i]!, 0)
+      eb.set(pth, n)
       running[i] = hashBytes(banks[i]!, eb)
     }
     let valid = true
-    if (f.pcr !== "10") {
-      failures.push(failure(FailureType.imaPcr, `IMA PCR is not the configured one: expected 10, got ${f.pcr} (entry ${lineNo}: ${f.name})`, lineNo, f.name))
+    if (f.pcrEnd - f.pcrStart !== 2 || text.charCodeAt(f.pcrStart) !== 49 || text.charCodeAt(f.pcrStart + 1) !== 48) {
+      const pcr = text.slice(f.pcrStart, f.pcrEnd)
+      failures.push(failure(FailureType.imaPcr, `IMA PCR is not the configured one: expected 10, got ${pcr} (entry ${lineNo}: ${f.name})`, lineNo, f.name))
       valid = false
     }
     if (tomtou) {
@@ -181,8 +202,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       let ok = false
       if (thAlg !== undefined) {
         thDigest ??= hashBytes(thAlg, data)
-        thScratch.write(th, 0, "hex")
-        ok = thDigest.compare(thScratch, 0, thDigest.length) === 0
+        ok = hexEquals(text, f.thStart, thDigest)
       }
       if (!ok) {
         failures.push(
