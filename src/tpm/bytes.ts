@@ -150,35 +150,43 @@ export class Writer {
   }
 
   u8(v: number): this {
-    this.view.setUint8(this.ensure(1), v)
+    const at = this.ensure(1)
+    this.view.setUint8(at, v)
     return this
   }
   u16(v: number): this {
-    this.view.setUint16(this.ensure(2), v, false)
+    const at = this.ensure(2)
+    this.view.setUint16(at, v, false)
     return this
   }
   u32(v: number): this {
-    this.view.setUint32(this.ensure(4), v, false)
+    const at = this.ensure(4)
+    this.view.setUint32(at, v, false)
     return this
   }
   u64(v: bigint): this {
-    this.view.setBigUint64(this.ensure(8), v, false)
+    const at = this.ensure(8)
+    this.view.setBigUint64(at, v, false)
     return this
   }
   u16le(v: number): this {
-    this.view.setUint16(this.ensure(2), v, true)
+    const at = this.ensure(2)
+    this.view.setUint16(at, v, true)
     return this
   }
   u32le(v: number): this {
-    this.view.setUint32(this.ensure(4), v, true)
+    const at = this.ensure(4)
+    this.view.setUint32(at, v, true)
     return this
   }
   u64le(v: bigint): this {
-    this.view.setBigUint64(this.ensure(8), v, true)
+    const at = this.ensure(8)
+    this.view.setBigUint64(at, v, true)
     return this
   }
   bytes(b: Uint8Array): this {
-    this.buf.set(b, this.ensure(b.length))
+    const at = this.ensure(b.length) // before reading this.buf: ensure may replace it
+    this.buf.set(b, at)
     return this
   }
   /** u16 size ‖ bytes. */

@@ -35,7 +35,8 @@ export const bitmapOfPcrs = (pcrs: ReadonlyArray<number>, size: number): Uint8Ar
 export const sizeofSelectFor = (e: PcrSelectionEntry): number => {
   let max = -1
   for (const p of e.pcrs) if (p > max) max = p
-  return Math.max(e.sizeofSelect ?? DEFAULT_SIZEOF_SELECT, (max >>> 3) + 1)
+  const base = e.sizeofSelect ?? DEFAULT_SIZEOF_SELECT
+  return max < 0 ? base : Math.max(base, Math.floor(max / 8) + 1)
 }
 
 export const readPcrSelection = (r: Reader): Array<PcrSelectionEntry> => {
