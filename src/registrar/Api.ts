@@ -1,0 +1,101 @@
+/**
+ * The registrar's HTTP API (spec §4.2, §5.6). Routes are written without a version prefix: the
+ * platform strips `/v2.x` (src/http/versions.ts), so the same group serves every 2.x version.
+ * Public operations (register, activate, version) and admin operations (list, show, delete) share
+ * the group; each handler states its operation class to the authorization provider.
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { AgentId } from "../../schemas/Common.js"
+import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE } from "../../schemas/Envelope.js"
+import {
+  ActivateRequest,
+  AgentList,
+  AgentRecord,
+  RegisterRequest,
+  RegisterResponse,
+  RegisterWithIdRequest,
+  VactivateRequest,
+  VersionInfo
+} from "../../schemas/Registrar.js"
+
+const AgentPath = Schema.Struct({ agentId: AgentId })
+
+export class RegistrarAgents extends HttpApiGroup.make("agents")
+  .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
+  .add(
+    HttpApiEndpoint.get("list", "/agents")
+      .addSuccess(Envelope(AgentList))
+  )
+  .add(
+    HttpApiEndpoint.get("show", "/agents/:agentId")
+      .setPath(AgentPath)
+      .addSuccess(Envelope(AgentRecord))
+      .addError(NotFoundE)
+  )
+  .add(
+    HttpApiEndpoint.del("remove", "/agents/:agentId")
+      .setPath(AgentPath)
+      .addSuccess(Envelope(Empty))
+      .addError(NotFoundE)
+  )
+  .add(
+    HttpApiEndpoint.post("register", "/agents/:agentId")
+      .setPath(AgentPath)
+      .setPayload(RegisterRequest)
+      .addSuccess(Envelope(RegisterResponse))
+  )
+  .add(
+    HttpApiEndpoint.post("registerWithBodyId", "/agents")
+      .setPayload(RegisterWithIdRequest)
+      .addSuccess(Envelope(RegisterResponse))
+  )
+  .add(
+    HttpApiEndpoint.put("activate", "/agents/:agentId/activate")
+      .setPath(AgentPath)
+      .setPayload(ActivateRequest)
+      .addSuccess(Envelope(Empty))
+      .addError(NotFoundE)
+  )
+  .add(
+    HttpApiEndpoint.post("activatePost", "/agents/:agentId/activate")
+      .setPath(AgentPath)
+      .setPayload(ActivateRequest)
+      .addSuccess(Envelope(Empty))
+      .addError(NotFoundE)
+  )
+  .add(
+    // legacy activation route (spec §5.6)
+    HttpApiEndpoint.put("activateLegacy", "/agents/:agentId")
+      .setPath(AgentPath)
+      .setPayload(ActivateRequest)
+      .addSuccess(Envelope(Empty))
+      .addError(NotFoundE)
+  )
+  .add(
+    HttpApiEndpoint.put("vactivate", "/agents/:agentId/vactivate")
+      .setPath(AgentPath)
+      .setPayload(VactivateRequest)
+      .addSuccess(Envelope(Empty))
+  )
+  // every operation can be refused (authorization, bad input) or fail internally (database)
+  .addError(BadRequestE)
+  .addError(ForbiddenE)
+  .addError(InternalErrorE)
+{}
+
+export class RegistrarApi extends HttpApi.make("registrar").add(RegistrarAgents) {}
+
+/** Exact texts (Keylime's, keylime-wire.md §1.3) and attest's own where Keylime says nothing useful. */
+export const RegistrarText = {
+  invalidData: "Could not register agent with invalid data",
+  differentIdentity: "Agent re-registration with different TPM identity is forbidden for security reasons",
+  concurrent: (id: string) =>
+    `Agent with UUID '${id}' cannot be registered. This UUID is already in use or a concurrent registration is in progress.`,
+  notFound: (id: string) => `Agent with ID '${id}' not found`,
+  notActivated: (id: string) => `Agent with ID '${id}' has not been activated`,
+  badAuthTag: (tag: string, id: string) =>
+    `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent has been deleted from the database and will need to be restarted to reattempt registration`,
+  deepQuote:
+    "Deep quotes (vactivate, for TPM 1.2 virtual TPMs) are not supported: attest registers TPM 2.0 agents only; use PUT /agents/<id>/activate"
+} as const

@@ -1,0 +1,45 @@
+/**
+ * Handlers of the registrar API: each states its operation class (spec §5.6) to the authorization
+ * provider, then calls the domain service.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { BadRequest } from "../../schemas/Envelope.js"
+import { authorize } from "../http/authorization.js"
+import type { VersionSet } from "../http/versions.js"
+import { RegistrarApi, RegistrarText } from "./Api.js"
+import { Registrar } from "./Registrar.js"
+
+export const RegistrarHttpLive = (versions: VersionSet) =>
+  HttpApiBuilder.group(RegistrarApi, "agents", (handlers) =>
+    Effect.gen(function*() {
+      const registrar = yield* Registrar
+      const activate = ({ path, payload }: { path: { agentId: string }; payload: { auth_tag: string } }) =>
+        authorize("activate_registration", "public").pipe(
+          Effect.zipRight(registrar.activate(path.agentId, payload.auth_tag)),
+          Effect.as({})
+        )
+      return handlers
+        .handle("version", () =>
+          authorize("get_version", "public").pipe(
+            Effect.as({ current_version: versions.current, supported_versions: versions.supported })
+          ))
+        .handle("list", () => authorize("list_registrations", "admin").pipe(Effect.zipRight(registrar.list())))
+        .handle("show", ({ path }) =>
+          authorize("read_registration", "admin").pipe(Effect.zipRight(registrar.show(path.agentId))))
+        .handle("remove", ({ path }) =>
+          authorize("delete_registration", "admin").pipe(
+            Effect.zipRight(registrar.remove(path.agentId)),
+            Effect.as({})
+          ))
+        .handle("register", ({ path, payload }) =>
+          authorize("create_registration", "public").pipe(Effect.zipRight(registrar.register(path.agentId, payload))))
+        .handle("registerWithBodyId", ({ payload }) =>
+          authorize("create_registration", "public").pipe(
+            Effect.zipRight(registrar.register(payload.agent_id, payload))
+          ))
+        .handle("activate", activate)
+        .handle("activatePost", activate)
+        .handle("activateLegacy", activate)
+        .handle("vactivate", () => Effect.fail(new BadRequest({ message: RegistrarText.deepQuote })))
+    }))

@@ -1,0 +1,133 @@
+/**
+ * The registrar's domain service: registration (EK certificate chain, AK checks, MakeCredential),
+ * activation (HMAC over the agent id with the wrapped secret), and the admin reads. Errors are the
+ * envelope errors the HTTP layer answers with; every change is logged with the agent id.
+ */
+import { Context, Effect, Either, Option } from "effect"
+import { BadRequest, Forbidden, InternalError, NotFound } from "../../schemas/Envelope.js"
+import type { AgentRecord, RegisterRequest } from "../../schemas/Registrar.js"
+import { toBase64 } from "../../schemas/Common.js"
+import { type TrustStore, validateChain } from "../pki/chain.js"
+import { RegistrarText } from "./Api.js"
+import {
+  authTagMatches,
+  makeChallenge,
+  parseRegistration,
+  type InvalidRegistration,
+  type TpmIdentityPolicy
+} from "./registration.js"
+import { RegistrarRepo, type RepoError } from "./Repo.js"
+
+/** TPM manufacturer CA certificates that EK certificates must chain to. */
+export class EkTrustStore extends Context.Tag("attest/registrar/EkTrustStore")<EkTrustStore, TrustStore>() {}
+
+export interface RegistrarSettingsShape {
+  readonly tpmIdentity: TpmIdentityPolicy
+}
+export class RegistrarSettings extends Context.Tag("attest/registrar/RegistrarSettings")<
+  RegistrarSettings,
+  RegistrarSettingsShape
+>() {}
+
+const badData = (e: InvalidRegistration) => new BadRequest({ message: `${RegistrarText.invalidData}: ${e.message}` })
+const internal = (e: RepoError) => new InternalError({ message: e.message })
+
+export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Registrar", {
+  dependencies: [RegistrarRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* RegistrarRepo
+    const trust = yield* EkTrustStore
+    const settings = yield* RegistrarSettings
+
+    const register = Effect.fn("Registrar.register")(function*(agentId: string, body: RegisterRequest) {
+      const parsed = parseRegistration(body, settings.tpmIdentity)
+      if (Either.isLeft(parsed)) return yield* badData(parsed.left)
+      const reg = parsed.right
+      if (reg.ekCert !== null) {
+        yield* validateChain(reg.ekCert, trust).pipe(
+          Effect.mapError((e) =>
+            new BadRequest({
+              message: `${RegistrarText.invalidData}: ekcert does not chain to a trusted TPM manufacturer CA: ${e.message}`
+            })
+          )
+        )
+      }
+      const challenge = makeChallenge(reg)
+      if (Either.isLeft(challenge)) return yield* badData(challenge.left)
+      const data = {
+        agent_id: agentId,
+        ek_tpm: Buffer.from(reg.ekTpm).toString("base64"),
+        ekcert: reg.ekCert === null ? null : Buffer.from(reg.ekCert).toString("base64"),
+        aik_tpm: Buffer.from(reg.akTpm).toString("base64"),
+        ip: body.ip ?? null,
+        port: body.port ?? null,
+        mtls_cert: reg.mtlsCert,
+        challenge_key: challenge.right.key
+      }
+      const existing = yield* repo.find(agentId).pipe(Effect.mapError(internal))
+      if (Option.isNone(existing)) {
+        const inserted = yield* repo.insert(data).pipe(Effect.mapError(internal))
+        if (!inserted) return yield* new Forbidden({ message: RegistrarText.concurrent(agentId) })
+        yield* Effect.logInfo(`Agent ${agentId} registered (EK ${reg.ekCert === null ? "without" : "with"} certificate)`)
+      } else {
+        const outcome = yield* repo.reRegister(data).pipe(Effect.mapError(internal))
+        if (outcome._tag === "DifferentIdentity") {
+          yield* Effect.logWarning(`Agent ${agentId} re-registration refused: different EK or AK`)
+          return yield* new Forbidden({ message: RegistrarText.differentIdentity })
+        }
+        if (outcome._tag === "Missing") return yield* new Forbidden({ message: RegistrarText.concurrent(agentId) })
+        yield* Effect.logInfo(`Agent ${agentId} re-registered (regcount ${outcome.regcount}), awaiting activation`)
+      }
+      return { blob: toBase64(challenge.right.blob) }
+    })
+
+    const activate = Effect.fn("Registrar.activate")(function*(agentId: string, authTag: string) {
+      const row = yield* repo.find(agentId).pipe(Effect.mapError(internal))
+      if (Option.isNone(row)) return yield* new NotFound({ message: RegistrarText.notFound(agentId) })
+      if (!authTagMatches(authTag, row.value.challenge_key, agentId)) {
+        // Keylime removes the registration: the agent must start over with a fresh challenge
+        yield* repo.remove(agentId).pipe(Effect.mapError(internal))
+        yield* Effect.logWarning(`Agent ${agentId} failed activation (auth_tag mismatch); registration deleted`)
+        return yield* new BadRequest({ message: RegistrarText.badAuthTag(authTag, agentId) })
+      }
+      const done = yield* repo.activate(agentId, row.value.challenge_key).pipe(Effect.mapError(internal))
+      if (!done) {
+        return yield* new BadRequest({
+          message: `Agent with ID '${agentId}' registered again during activation; activate the newest blob`
+        })
+      }
+      yield* Effect.logInfo(`Agent ${agentId} activated`)
+    })
+
+    const show = Effect.fn("Registrar.show")(function*(agentId: string) {
+      const row = yield* repo.find(agentId).pipe(Effect.mapError(internal))
+      if (Option.isNone(row)) return yield* new NotFound({ message: RegistrarText.notFound(agentId) })
+      if (!row.value.active) return yield* new NotFound({ message: RegistrarText.notActivated(agentId) })
+      const r = row.value
+      const record: AgentRecord = {
+        agent_id: r.agent_id,
+        ek_tpm: r.ek_tpm,
+        ekcert: r.ekcert,
+        aik_tpm: r.aik_tpm,
+        ip: r.ip,
+        port: r.port,
+        mtls_cert: r.mtls_cert,
+        regcount: r.regcount
+      }
+      return record
+    })
+
+    const list = Effect.fn("Registrar.list")(function*() {
+      const uuids = yield* repo.listIds().pipe(Effect.mapError(internal))
+      return { uuids }
+    })
+
+    const remove = Effect.fn("Registrar.remove")(function*(agentId: string) {
+      const removed = yield* repo.remove(agentId).pipe(Effect.mapError(internal))
+      if (!removed) return yield* new NotFound({ message: RegistrarText.notFound(agentId) })
+      yield* Effect.logInfo(`Agent ${agentId} deleted`)
+    })
+
+    return { register, activate, show, list, remove } as const
+  })
+}) {}

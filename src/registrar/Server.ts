@@ -1,0 +1,73 @@
+/**
+ * The running registrar: two listeners like Keylime's (plain HTTP for agents' register/activate,
+ * HTTPS with client certificates for admin list/show/delete), the domain service, identity from the
+ * TLS peer certificate, and the authorization provider. Needs `SqlClient` with migrations applied.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect, Either, Layer, Option } from "effect"
+import * as crypto from "node:crypto"
+import { AuthorizationProviderLive } from "../http/authorization.js"
+import { ClientIdentity } from "../http/identity.js"
+import { DEFAULT_MAX_BODY_BYTES, serveApi, type TlsFiles } from "../http/server.js"
+import { V2_VERSIONS } from "../http/versions.js"
+import { isAdminCertificate } from "../pki/admin.js"
+import { type TrustStore, trustStoreOf } from "../pki/chain.js"
+import { RegistrarApi } from "./Api.js"
+import { RegistrarHttpLive } from "./Http.js"
+import { EkTrustStore, Registrar, RegistrarSettings } from "./Registrar.js"
+import type { TpmIdentityPolicy } from "./registration.js"
+
+export interface RegistrarServerOptions {
+  readonly host: string
+  /** Plain HTTP port for agents (Keylime `port`, 8890); 0 = any free port. */
+  readonly port: number
+  /** HTTPS port for admins (Keylime `tls_port`, 8891); 0 = any free port. */
+  readonly tlsPort: number
+  /** Server key and certificate; `clientCa` = PEM of trusted_client_ca. */
+  readonly tls: TlsFiles & { readonly clientCa: string }
+  readonly ekTrustStore: TrustStore
+  readonly tpmIdentity: TpmIdentityPolicy
+  readonly authorizationProvider?: string
+  readonly maxBodyBytes?: number
+}
+
+/** Admin check per request: pki's isAdminCertificate against trusted_client_ca at Clock time. */
+export const adminCheck = (trustedClientCa: TrustStore) => (peer: { readonly der: Uint8Array }) =>
+  Effect.gen(function*() {
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const admin = isAdminCertificate(peer.der, trustedClientCa, now)
+    if (Either.isLeft(admin)) {
+      yield* Effect.logDebug(`client certificate is not an admin certificate: ${admin.left.message}`)
+      return Option.none<string>()
+    }
+    return Option.some(admin.right.identity)
+  })
+
+/** Every CERTIFICATE block of PEM text as a trust store (trusted_client_ca may be a bundle). */
+export const trustStoreFromPem = (pem: string, label = "trusted_client_ca"): TrustStore => {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+  return trustStoreOf(blocks.map((b) => new crypto.X509Certificate(b)), label)
+}
+
+export const RegistrarServerLive = (options: RegistrarServerOptions) => {
+  const clientCas = trustStoreFromPem(options.tls.clientCa)
+  const domain = Registrar.Default.pipe(
+    Layer.provide(Layer.succeed(EkTrustStore, options.ekTrustStore)),
+    Layer.provide(Layer.succeed(RegistrarSettings, { tpmIdentity: options.tpmIdentity }))
+  )
+  const api = HttpApiBuilder.api(RegistrarApi).pipe(
+    Layer.provide(RegistrarHttpLive(V2_VERSIONS)),
+    Layer.provide(domain),
+    Layer.provide(ClientIdentity.layer({ isAdmin: adminCheck(clientCas) })),
+    Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
+  )
+  return serveApi({
+    versions: V2_VERSIONS,
+    unversioned: ["/version"],
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    listeners: [
+      { name: "registrar-http", host: options.host, port: options.port },
+      { name: "registrar-https", host: options.host, port: options.tlsPort, tls: options.tls }
+    ]
+  }).pipe(Layer.provide(api))
+}
