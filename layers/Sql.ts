@@ -1,0 +1,74 @@
+/**
+ * The SQL backend chosen from a component's config: SQLite (a file under `data_dir`, WAL mode)
+ * unless `database_url` is a `postgres://` URL. Column names are used as written (snake_case,
+ * no name transforms) in every layer, so rows read the same on both backends.
+ *
+ *   DbLive({ database_url, data_dir }, "registrar")   // SqlClient with all migrations applied
+ */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer, Redacted, Schema } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { MigrationsLive } from "../src/db/migrate.js"
+
+export interface DatabaseOptions {
+  /** "" → SQLite under data_dir; `sqlite:<file>` (or `sqlite::memory:`); `postgres://…` / `postgresql://…`. */
+  readonly database_url: string
+  readonly data_dir: string
+}
+
+/** Bad `database_url` or an unusable data directory: a start-up error that names the option. */
+export class DatabaseConfigError extends Schema.TaggedError<DatabaseConfigError>()("DatabaseConfigError", {
+  message: Schema.String
+}) {}
+
+export type Backend =
+  | { readonly _tag: "sqlite"; readonly filename: string }
+  | { readonly _tag: "pg"; readonly url: Redacted.Redacted<string> }
+
+/** Which backend a config selects (pure). */
+export const chooseBackend = (o: DatabaseOptions, component: string): Backend | DatabaseConfigError => {
+  const url = o.database_url.trim()
+  if (url === "") return { _tag: "sqlite", filename: path.join(o.data_dir, `${component}.sqlite`) }
+  if (url.startsWith("sqlite:")) {
+    const file = url.slice("sqlite:".length).replace(/^\/\//, "")
+    return file === "" ? new DatabaseConfigError({ message: "database_url sqlite: needs a file name" }) : { _tag: "sqlite", filename: file }
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) return { _tag: "pg", url: Redacted.make(url) }
+  return new DatabaseConfigError({
+    message: `database_url must be empty (SQLite under data_dir), sqlite:<file> or postgres://…; got ${url.replace(/(\/\/[^:/@]+:)[^@]*@/, "$1***@")}`
+  })
+}
+
+const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      if (filename !== ":memory:") {
+        yield* Effect.try({
+          try: () => fs.mkdirSync(path.dirname(filename), { recursive: true, mode: 0o700 }),
+          catch: (cause) => new DatabaseConfigError({ message: `cannot create the data directory for ${filename}: ${String(cause)}` })
+        })
+      }
+      // WAL is the client's default; foreign keys are off by default in SQLite, on in pg.
+      const foreignKeys = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA foreign_keys = ON`))
+      const client = SqliteClient.layer({ filename }).pipe(
+        Layer.catchAll((e) => Layer.fail(new DatabaseConfigError({ message: `SQLite ${filename}: ${String(e)}` })))
+      )
+      return foreignKeys.pipe(Layer.provideMerge(client))
+    })
+  )
+
+const pgLayer = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({ url, maxConnections: 10, applicationName: "attest" })
+
+/** The SqlClient for a component's database options (no migrations). */
+export const SqlLive = (o: DatabaseOptions, component: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> => {
+  const backend = chooseBackend(o, component)
+  if (backend instanceof DatabaseConfigError) return Layer.fail(backend)
+  return backend._tag === "pg" ? pgLayer(backend.url) : sqliteLayer(backend.filename)
+}
+
+/** SqlClient with every migration applied. */
+export const DbLive = (o: DatabaseOptions, component: string) => MigrationsLive.pipe(Layer.provideMerge(SqlLive(o, component)))

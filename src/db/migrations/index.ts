@@ -1,0 +1,12 @@
+/**
+ * Every migration, in order. Keys are "<id>_<name>": the Migrator takes the leading number as the
+ * migration id and records applied ids in `attest_migrations`. One set serves SQLite and
+ * PostgreSQL and every component (see 0001_attest_meta.ts for how to add one).
+ */
+import m0001 from "./0001_attest_meta.js"
+import m0002 from "./0002_registrar_agents.js"
+
+export const migrations = {
+  "0001_attest_meta": m0001,
+  "0002_registrar_agents": m0002
+} as const
