@@ -53,6 +53,8 @@ export interface RunningAgentShape {
   readonly url: string
   readonly port: number
   readonly serverCert: string
+  /** TPM2B_PUBLIC of the AK (what the registrar records as aik_tpm). */
+  readonly akPublic: Uint8Array
   /** The API version the registration used; None when no registrar is configured. */
   readonly registeredWith: Option.Option<string>
 }
@@ -135,7 +137,7 @@ const start = (o: AgentOptions) =>
 
     if (o.registrarUrl === undefined) {
       yield* Effect.logWarning("no registrar configured: the agent serves without registering")
-      return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, registeredWith: Option.none() })
+      return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, akPublic: ak.public, registeredWith: Option.none() })
     }
     const registeredWith = yield* register({
       registrarUrl: o.registrarUrl,
@@ -148,7 +150,7 @@ const start = (o: AgentOptions) =>
       contactPort: o.contactPort ?? port,
       versions
     }, o.retry)
-    return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, registeredWith: Option.some(registeredWith) })
+    return RunningAgent.of({ agentId, url, port, serverCert: tls.cert, akPublic: ak.public, registeredWith: Option.some(registeredWith) })
   }).pipe(Effect.withLogSpan("agent"))
 
 /** The running agent: needs a Tpm, a MeasurementSource and an HttpClient (for the registrar). */

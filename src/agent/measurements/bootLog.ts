@@ -1,9 +1,10 @@
 /**
- * Writer of a TCG2 crypto-agile event log (TCG PC Client PFP): a SHA-1-format Spec ID header event
- * (EV_NO_ACTION, "Spec ID Event03") naming the banks, then TCG_PCR_EVENT2 records with one digest
- * per bank. All integers little-endian. `simulatedBootEvents` is a plausible UEFI + shim + grub boot.
+ * The boot of a simulated machine as a TCG2 crypto-agile event log: `simulatedBootEvents` is a
+ * plausible UEFI + shim + grub boot (PCRs 0–9); `encodeEventLog` digests each event per bank and
+ * writes the log with the boot engine's encoder (Spec ID header, then TCG_PCR_EVENT2 records).
  */
 import { createHash } from "node:crypto"
+import { encodeEventLog as encodeBootLog } from "../../boot/encode.js"
 import type { HashAlg } from "../../tpm/Tpm.js"
 
 export const EV = {
@@ -20,9 +21,6 @@ export const EV = {
   EFI_VARIABLE_AUTHORITY: 0x800000e0
 } as const
 
-const algIds: Record<HashAlg, number> = { sha1: 0x0004, sha256: 0x000b, sha384: 0x000c, sha512: 0x000d }
-const sizes: Record<HashAlg, number> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 }
-
 export interface BootEvent {
   readonly pcr: number
   readonly type: number
@@ -38,11 +36,6 @@ export interface EncodedLog {
   readonly extends: ReadonlyArray<{ readonly pcr: number; readonly digests: ReadonlyArray<{ hash: HashAlg; digest: Uint8Array }> }>
 }
 
-const u32 = (n: number): Buffer => {
-  const b = Buffer.alloc(4)
-  b.writeUInt32LE(n >>> 0)
-  return b
-}
 const u16 = (n: number): Buffer => {
   const b = Buffer.alloc(2)
   b.writeUInt16LE(n)
@@ -54,31 +47,17 @@ const u64 = (n: number | bigint): Buffer => {
   return b
 }
 
-const specIdEvent = (banks: ReadonlyArray<HashAlg>): Buffer =>
-  Buffer.concat([
-    Buffer.from("Spec ID Event03\0", "ascii"),
-    u32(0), // platformClass: client
-    Buffer.from([0, 2, 0, 2]), // specVersionMinor 0, major 2, errata 0, uintnSize 2 (UINT64)
-    u32(banks.length),
-    ...banks.map((h) => Buffer.concat([u16(algIds[h]), u16(sizes[h])])),
-    Buffer.from([0]) // vendorInfoSize
-  ])
-
+/** Digests every event in every bank and writes the log with the boot engine's encoder. */
 export const encodeEventLog = (events: ReadonlyArray<BootEvent>, banks: ReadonlyArray<HashAlg>): EncodedLog => {
-  const header = specIdEvent(banks)
-  const parts: Array<Buffer> = [u32(0), u32(EV.NO_ACTION), Buffer.alloc(20), u32(header.length), header]
-  const extended: Array<EncodedLog["extends"][number]> = []
-  for (const e of events) {
-    const digests = banks.map((hash) => ({
-      hash,
-      digest: new Uint8Array(createHash(hash).update(e.measured ?? e.data).digest())
-    }))
-    parts.push(u32(e.pcr), u32(e.type), u32(digests.length))
-    for (const d of digests) parts.push(u16(algIds[d.hash]), Buffer.from(d.digest))
-    parts.push(u32(e.data.length), Buffer.from(e.data))
-    extended.push({ pcr: e.pcr, digests })
-  }
-  return { log: new Uint8Array(Buffer.concat(parts)), extends: extended }
+  const extended = events.map((e) => ({
+    pcr: e.pcr,
+    digests: banks.map((hash) => ({ hash, digest: new Uint8Array(createHash(hash).update(e.measured ?? e.data).digest()) }))
+  }))
+  const log = encodeBootLog(
+    banks,
+    events.map((e, i) => ({ pcr: e.pcr, type: e.type, data: e.data, digests: extended[i]!.digests.map((d) => d.digest) }))
+  )
+  return { log, extends: extended }
 }
 
 const utf16 = (s: string): Buffer => Buffer.from(s, "utf16le")
@@ -96,13 +75,44 @@ const EFI_IMAGE_SECURITY_DATABASE = guid("d719b2cb-3d3a-4596-a3bc-dad00e67656f")
 const variableData = (vendor: Buffer, name: string, data: Uint8Array): Uint8Array =>
   new Uint8Array(Buffer.concat([vendor, u64(name.length), u64(data.length), utf16(name), Buffer.from(data)]))
 
+/** A media file-path device path node, then the end node. */
+const filePath = (path: string): Buffer =>
+  Buffer.concat([Buffer.from([4, 4]), u16(4 + utf16(path + "\0").length), utf16(path + "\0"), Buffer.from([0x7f, 0xff, 4, 0])])
+
 /** UEFI_IMAGE_LOAD_EVENT with a small device path naming the file. */
 const imageLoad = (path: string, length: number): Uint8Array => {
-  const devicePath = Buffer.concat([Buffer.from([4, 4]), u16(4 + utf16(path + "\0").length), utf16(path + "\0"), Buffer.from([0x7f, 0xff, 4, 0])])
+  const devicePath = filePath(path)
   return new Uint8Array(Buffer.concat([u64(0x7c000000), u64(length), u64(0), u64(devicePath.length), devicePath]))
 }
 
 const ascii = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "ascii"))
+
+const u32 = (n: number): Buffer => {
+  const b = Buffer.alloc(4)
+  b.writeUInt32LE(n)
+  return b
+}
+const EFI_CERT_SHA256 = guid("c1c41626-504c-4092-aca9-41f936934328")
+const OWNER = guid("77fa9abd-0359-4d32-bd60-28f4e78f784b")
+const sha256 = (s: string) => createHash("sha256").update(s).digest()
+
+/** An EFI_SIGNATURE_LIST of SHA-256 entries (what dbx holds; simple stand-ins for PK/KEK/db certificates). */
+const signatureList = (labels: ReadonlyArray<string>): Uint8Array => {
+  const size = 16 + 32
+  return new Uint8Array(Buffer.concat([
+    EFI_CERT_SHA256,
+    u32(28 + labels.length * size),
+    u32(0),
+    u32(size),
+    ...labels.map((l) => Buffer.concat([OWNER, sha256(l)]))
+  ]))
+}
+
+/** EFI_LOAD_OPTION: attributes (active), device path length, description, device path. */
+const loadOption = (description: string, path: string): Uint8Array => {
+  const devicePath = filePath(path)
+  return new Uint8Array(Buffer.concat([u32(1), u16(devicePath.length), utf16(description + "\0"), devicePath]))
+}
 
 /** A simulated machine's boot, PCRs 0–9; `name` makes kernel command lines (and so PCR 8) differ per machine. */
 export const simulatedBootEvents = (name: string): ReadonlyArray<BootEvent> => {
@@ -118,15 +128,15 @@ export const simulatedBootEvents = (name: string): ReadonlyArray<BootEvent> => {
       measured: ascii("simulated firmware volume")
     },
     { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "SecureBoot", new Uint8Array([1])) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "PK", ascii("simulated PK")) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "KEK", ascii("simulated KEK")) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", ascii("simulated db")) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "dbx", ascii("simulated dbx")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "PK", signatureList(["simulated PK"])) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "KEK", signatureList(["simulated KEK"])) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", signatureList(["simulated db CA"])) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "dbx", signatureList(["revoked image 1", "revoked image 2"])) },
     { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "BootOrder", new Uint8Array([1, 0])) },
-    { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "Boot0001", ascii("debian shimx64.efi")) },
+    { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "Boot0001", loadOption("debian", "\\EFI\\debian\\shimx64.efi")) },
     { pcr: 4, type: EV.EFI_ACTION, data: ascii("Calling EFI Application from Boot Option") },
     ...[0, 1, 2, 3, 4, 5, 6, 7].map(separator),
-    { pcr: 7, type: EV.EFI_VARIABLE_AUTHORITY, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", ascii("simulated db signer")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_AUTHORITY, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", new Uint8Array(Buffer.concat([OWNER, sha256("simulated db CA")]))) },
     { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("\\EFI\\debian\\shimx64.efi", 950000), measured: image("shimx64.efi") },
     { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("\\EFI\\debian\\grubx64.efi", 2500000), measured: image("grubx64.efi") },
     { pcr: 8, type: EV.IPL, data: ascii(`grub_cmd: ${cmdline}\0`) },
