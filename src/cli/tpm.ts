@@ -1,7 +1,9 @@
 /** `attest tpm …`: helpers for looking at quotes and TPMs by hand. */
 import { Command } from "@effect/cli"
-import { Console } from "effect"
+import { simulateCommand } from "./tpm/simulate.js"
+import { verifyQuoteCommand } from "./tpm/verifyQuote.js"
 
-export const tpmCommand = Command.make("tpm", {}, () => Console.log("attest tpm: subcommands arrive with the TPM core")).pipe(
-  Command.withDescription("TPM helpers: verify a quote offline, or show what a simulated TPM produces.")
+export const tpmCommand = Command.make("tpm").pipe(
+  Command.withDescription("TPM helpers: verify a quote offline, or show what a simulated TPM produces."),
+  Command.withSubcommands([verifyQuoteCommand, simulateCommand])
 )
