@@ -27,8 +27,8 @@ export interface MbEvaluation {
 }
 
 export interface MbInput {
-  /** Binary log, or base64 text as the agent sends `mb_measurement_list`. */
-  readonly log: Uint8Array | string
+  /** Binary log, base64 text as the agent sends `mb_measurement_list`, or a log parsed already. */
+  readonly log: Uint8Array | string | EventLog
   /** PCRs from the verified quote (only their banks are compared). */
   readonly quotedPcrs: PcrValues
   /** The reference state (parsed JSON); empty/absent means no measured-boot evaluation, as in Keylime. */
@@ -45,7 +45,8 @@ const stripZeros = (hex: string) => hex.replace(/^0+/, "")
 
 /** Pure evaluation with a given policy. */
 export const evaluateMeasuredBoot = (input: MbInput, policy: MbPolicy): MbEvaluation => {
-  const parsed = typeof input.log === "string" ? parseEventLogBase64(input.log) : parseEventLog(input.log)
+  const parsed =
+    typeof input.log === "string" ? parseEventLogBase64(input.log) : input.log instanceof Uint8Array ? parseEventLog(input.log) : Either.right(input.log)
   if (Either.isLeft(parsed)) {
     const e = parsed.left
     const type = e.field === "base64" ? "measured_boot.parser.log.base64decode" : "measured_boot.parser.tpm2_eventlog.error"
