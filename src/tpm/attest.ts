@@ -57,16 +57,16 @@ export const readAttest = (r: Reader): TpmsAttest => {
   if (safeByte > 1) r.fail(`safe must be 0 or 1, got ${safeByte}`, "TPMS_CLOCK_INFO", safeAt)
   const firmwareVersion = r.u64(S)
   const clockInfo = { clock, resetCount, restartCount, safe: safeByte === 1 }
-  const common = { magic, qualifiedSigner, extraData, clockInfo, firmwareVersion }
+  // Object literals, not spreads: this runs once per quote on the verifier's hot path.
   if (st === TPM_ST_ATTEST_QUOTE) {
     const pcrSelect = readPcrSelection(r)
     const pcrDigest = r.tpm2b("TPMS_QUOTE_INFO.pcrDigest")
-    return { ...common, type: "quote", attested: { pcrSelect, pcrDigest } }
+    return { magic, type: "quote", qualifiedSigner, extraData, clockInfo, firmwareVersion, attested: { pcrSelect, pcrDigest } }
   }
   if (st === TPM_ST_ATTEST_CERTIFY) {
     const name = r.tpm2b("TPMS_CERTIFY_INFO.name")
     const qualifiedName = r.tpm2b("TPMS_CERTIFY_INFO.qualifiedName")
-    return { ...common, type: "certify", attested: { name, qualifiedName } }
+    return { magic, type: "certify", qualifiedSigner, extraData, clockInfo, firmwareVersion, attested: { name, qualifiedName } }
   }
   return r.fail(`unsupported attestation type 0x${st.toString(16)} (only quote 0x8018 and certify 0x8017)`, S, typeAt)
 }

@@ -81,6 +81,11 @@ export class Reader {
     return this.data.subarray(at, at + n)
   }
 
+  /** Skips n bytes (bounds-checked). */
+  skip(n: number, structure?: string): void {
+    this.need(n, structure)
+  }
+
   /** A TPM2B: u16 size then that many bytes (a view). */
   tpm2b(structure?: string): Uint8Array {
     const size = this.u16(structure)

@@ -29,12 +29,15 @@ export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParse
     if (count > SEL_SLOTS) r.fail(`selection count ${count} exceeds ${SEL_SLOTS}`, S, 0)
     const selection: Array<PcrSelectionEntry> = []
     for (let i = 0; i < SEL_SLOTS; i++) {
+      if (i >= count) {
+        r.skip(SEL_SLOT_SIZE, S) // unused slot
+        continue
+      }
       const at = r.offset
       const alg = r.u16le(S)
       const sizeofSelect = r.u8(S)
       const select = r.bytes(PCR_SELECT_MAX, S)
       r.u8(S) // struct padding
-      if (i >= count) continue
       const hash = hashAlgFromId(alg)
       if (hash === undefined) r.fail(`unsupported bank hash 0x${alg.toString(16)}`, S, at)
       if (sizeofSelect > PCR_SELECT_MAX) r.fail(`sizeofSelect ${sizeofSelect} > ${PCR_SELECT_MAX}`, S, at + 2)
@@ -51,11 +54,14 @@ export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParse
       const n = r.u32le(D)
       if (n > DIGEST_SLOTS) r.fail(`digest count ${n} exceeds ${DIGEST_SLOTS}`, D, r.offset - 4)
       for (let i = 0; i < DIGEST_SLOTS; i++) {
+        if (i >= n) {
+          r.skip(DIGEST_SLOT_SIZE, D)
+          continue
+        }
         const at = r.offset
         const size = r.u16le(D)
-        const buf = r.bytes(64, D)
-        if (i >= n) continue
         if (size > 64) r.fail(`digest size ${size} > 64`, D, at)
+        const buf = r.bytes(64, D)
         digests.push(buf.subarray(0, size))
       }
     }

@@ -109,7 +109,7 @@ export const verifySignature = (key: KeyObject, sig: TpmtSignature, message: Uin
       return p1363 !== undefined && verify(sig.hash, message, { key, dsaEncoding: "ieee-p1363" }, p1363)
     }
     if (key.asymmetricKeyType !== "rsa") return false
-    if (sig.alg === "rsassa") return verify(sig.hash, message, { key, padding: cryptoConstants.RSA_PKCS1_PADDING }, sig.sig)
+    if (sig.alg === "rsassa") return verify(sig.hash, message, key, sig.sig) // PKCS#1 v1.5 is the default for RSA keys
     return (
       verify(sig.hash, message, { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: digestSize(sig.hash) }, sig.sig) ||
       verify(sig.hash, message, { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: cryptoConstants.RSA_PSS_SALTLEN_AUTO }, sig.sig)
