@@ -68,7 +68,11 @@ export const checkCommand = Command.make("check", { policy, imaList, pcr10, hash
     if (r.failures.length > 0) {
       return yield* cliFail(`${r.failures.length} failure(s) in ${r.entries} entries; ${pcr}`)
     }
-    const matched = Option.isSome(o.pcr10) ? `, quoted PCR 10 matched after entry ${r.matchedEntries}` : ""
+    const matched = Option.isNone(o.pcr10)
+      ? ""
+      : r.matchedEntries === 0 && r.entries > 0
+        ? ", but the quoted PCR 10 is the value before entry 1: it covers none of the entries"
+        : `, quoted PCR 10 matched after entry ${r.matchedEntries}`
     yield* Console.log(`PASS: ${r.entries} entries${matched}; ${pcr}`)
   }).pipe(reportErrors("check"))
 ).pipe(Command.withDescription("Evaluate an IMA measurement list against a runtime policy offline; exit 0 only when it passes."))
