@@ -1,5 +1,7 @@
 /** The `attest` command: each subcommand lives in its own file beside this one. */
 import { Command } from "@effect/cli"
+import { caCommand } from "./ca.js"
+import { configCommand } from "./config.js"
 import { policyCommand } from "./policy.js"
 import { tpmCommand } from "./tpm.js"
 import { version } from "./version.js"
@@ -8,7 +10,7 @@ export const rootCommand = Command.make("attest").pipe(
   Command.withDescription(
     "Remote attestation for machines with a TPM 2.0: registrar, verifier, agent and tenant (Keylime wire-compatible)."
   ),
-  Command.withSubcommands([tpmCommand, policyCommand])
+  Command.withSubcommands([tpmCommand, policyCommand, caCommand, configCommand])
 )
 
 export const run = Command.run(rootCommand, { name: "attest", version })

@@ -1,0 +1,54 @@
+/** What `attest ca list` shows for each certificate file of a CA directory. */
+import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import { EKU } from "./certificate.js"
+import { CaError, listFiles } from "./files.js"
+import { parseCertificates, validity } from "./parse.js"
+
+export const CA_DIR_DOC = "CA directory (Keylime's cv_ca layout)"
+
+export interface CertificateSummary {
+  readonly file: string
+  readonly subject: string
+  readonly issuer: string
+  readonly serial: string
+  /** Extended key usages by name (serverAuth, clientAuth, …) or OID. */
+  readonly usage: ReadonlyArray<string>
+  readonly ca: boolean
+  readonly notAfter: Date
+  readonly status: "valid" | "expired" | "not yet valid"
+}
+
+const EKU_NAMES: Record<string, string> = Object.fromEntries(Object.entries(EKU).map(([k, v]) => [v, k]))
+
+/** Every certificate in `dir` (files holding none, such as keys, are left out). */
+export const listCertificates = (dir: string, now: Date) =>
+  Effect.gen(function*() {
+    const out: Array<Either.Either<CertificateSummary, { file: string; reason: string }>> = []
+    for (const file of yield* listFiles(dir)) {
+      if (/private|public/.test(file) && !/\.crt$|\.cer$/.test(file)) continue
+      const bytes = yield* Effect.try({
+        try: () => new Uint8Array(fs.readFileSync(file)),
+        catch: (cause) => new CaError({ message: `cannot read ${file}: ${String(cause)}`, file })
+      })
+      const parsed = parseCertificates(bytes)
+      if (Either.isLeft(parsed)) {
+        if (/\.(crt|cer|pem|der)$/.test(file)) out.push(Either.left({ file, reason: parsed.left.reason }))
+        continue
+      }
+      for (const x of parsed.right) {
+        const { notAfter, notBefore } = validity(x)
+        out.push(Either.right({
+          file,
+          subject: x.subject.replace(/\n/g, ", "),
+          issuer: x.issuer.replace(/\n/g, ", "),
+          serial: x.serialNumber,
+          usage: (x.keyUsage ?? []).map((o) => EKU_NAMES[o] ?? o),
+          ca: x.ca,
+          notAfter,
+          status: now > notAfter ? "expired" : now < notBefore ? "not yet valid" : "valid"
+        }))
+      }
+    }
+    return out
+  })

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as crypto from "node:crypto"
+import { mkdtempSync, readFileSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { runAttest as attest } from "../support/cli.js"
+
+describe("attest ca", () => {
+  const dir = join(mkdtempSync(join(tmpdir(), "attest-cli-ca-")), "cv_ca")
+
+  it.live("init creates the CA directory; a second init keeps everything", () => Effect.gen(function*() {
+    const first = yield* attest("ca", "init", "--dir", dir, "--server-name", "registrar.example")
+    expect(first.ok).toBe(true)
+    expect(first.stdout).toContain(`created ${join(dir, "cacert.crt")}`)
+    expect(first.stdout).toContain(`created ${join(dir, "client-cert.crt")}`)
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    const server = new crypto.X509Certificate(readFileSync(join(dir, "server-cert.crt")))
+    expect(server.subjectAltName).toContain("DNS:registrar.example")
+    const second = yield* attest("ca", "init", "--dir", dir)
+    expect(second.ok).toBe(true)
+    expect(second.stdout).not.toContain("created")
+    expect(second.stdout).toContain(`kept    ${join(dir, "cacert.crt")}`)
+  }))
+
+  it.live("issue-admin writes <name>-cert.crt and <name>-private.pem and refuses to overwrite them", () => Effect.gen(function*() {
+    const r = yield* attest("ca", "issue-admin", "--name", "alice", "--dir", dir, "--days", "30")
+    expect(r.ok).toBe(true)
+    const cert = new crypto.X509Certificate(readFileSync(join(dir, "alice-cert.crt")))
+    const ca = new crypto.X509Certificate(readFileSync(join(dir, "cacert.crt")))
+    expect(cert.verify(ca.publicKey)).toBe(true)
+    expect(cert.subject).toContain("CN=alice")
+    expect(cert.keyUsage).toEqual(["1.3.6.1.5.5.7.3.2"])
+    expect(statSync(join(dir, "alice-private.pem")).mode & 0o777).toBe(0o600)
+    const again = yield* attest("ca", "issue-admin", "--name", "alice", "--dir", dir)
+    expect(again.ok).toBe(false)
+    expect(again.stderr).toContain("alice-cert.crt already exists; refusing to overwrite it")
+    expect(readFileSync(join(dir, "alice-cert.crt"))).toEqual(Buffer.from(cert.toString()))
+  }))
+
+  it.live("list shows subject, serial, EKU and expiry of every certificate", () => Effect.gen(function*() {
+    const r = yield* attest("ca", "list", "--dir", dir)
+    expect(r.ok).toBe(true)
+    const rows = r.stdout.trim().split("\n").map((l) => l.split("\t"))
+    expect(rows[0]).toEqual(["file", "subject", "serial", "eku", "expires", "status"])
+    expect(rows.slice(1).map((c) => [c[0], c[3], c[5]])).toEqual([
+      ["alice-cert.crt", "clientAuth", "valid"],
+      ["cacert.crt", "-", "valid"],
+      ["client-cert.crt", "clientAuth", "valid"],
+      ["server-cert.crt", "serverAuth", "valid"]
+    ])
+    const alice = new crypto.X509Certificate(readFileSync(join(dir, "alice-cert.crt")))
+    expect(rows[1]![2]).toBe(alice.serialNumber)
+    expect(rows[1]![4]).toBe(new Date(alice.validTo).toISOString())
+  }))
+
+  it.live("fails with a message for a directory without a CA", () => Effect.gen(function*() {
+    const r = yield* attest("ca", "issue-admin", "--name", "bob", "--dir", join(dir, "..", "empty"))
+    expect(r.ok).toBe(false)
+    expect(r.stderr).toContain("cannot read")
+  }))
+})
