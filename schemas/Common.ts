@@ -2,7 +2,7 @@
  * Branded wire values shared by every component: agent ids, base64 byte strings, nonces, PEM text.
  * Messages say what is wrong in words a person can act on; the HTTP layer prefixes the field name.
  */
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 
 /** Letters, digits, `-`, `_` and `.`: what Keylime's validators accept, and what fits a URL path unescaped. */
 const AGENT_ID = /^[A-Za-z0-9._-]{1,255}$/
@@ -58,14 +58,23 @@ export const HexString = Schema.String.pipe(
 ).annotations({ identifier: "HexString" })
 export type HexString = typeof HexString.Type
 
+const PORT_MESSAGE = "must be a port number 1-65535"
+
 /** A TCP port; accepts the integer or its decimal string (the spec documents `port` as a string). */
-export const PortNumber = Schema.Union(
-  Schema.Int,
-  Schema.NumberFromString.pipe(Schema.int())
-).pipe(
-  Schema.compose(Schema.Int.pipe(Schema.between(1, 65535, { message: () => "must be a port number 1-65535" }))),
-  Schema.annotations({ identifier: "PortNumber", message: () => "must be a port number 1-65535" })
-)
+export const PortNumber = Schema.transformOrFail(
+  Schema.Union(Schema.Number, Schema.String).annotations({ message: () => PORT_MESSAGE }),
+  Schema.Int.pipe(Schema.between(1, 65535)),
+  {
+    strict: true,
+    decode: (v, _, ast) => {
+      const n = typeof v === "number" ? v : /^\d{1,5}$/.test(v) ? Number(v) : Number.NaN
+      return Number.isInteger(n) && n >= 1 && n <= 65535
+        ? ParseResult.succeed(n)
+        : ParseResult.fail(new ParseResult.Type(ast, v, PORT_MESSAGE))
+    },
+    encode: ParseResult.succeed
+  }
+).annotations({ identifier: "PortNumber" })
 
 /** An IPv4 or IPv6 literal or a host name (agents are reached at what they announce). */
 export const HostAddress = Schema.String.pipe(

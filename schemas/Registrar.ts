@@ -3,10 +3,11 @@ import { Schema } from "effect"
 import { AgentId, Base64, HostAddress, PemText, PortNumber } from "./Common.js"
 
 /** `mtls_cert`: the agent's HTTPS certificate (PEM), or "disabled" when the agent serves without mTLS. */
-export const MtlsCert = Schema.Union(Schema.Literal("disabled"), PemText).annotations({
-  identifier: "MtlsCert",
-  message: () => "must be a PEM certificate or \"disabled\""
-})
+export const MtlsCert = Schema.String.pipe(
+  Schema.filter((s) => s === "disabled" || Schema.is(PemText)(s), {
+    message: () => "must be a PEM certificate or \"disabled\""
+  })
+).annotations({ identifier: "MtlsCert" })
 
 const optionalNullable = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
   Schema.optionalWith(Schema.NullOr(schema), { exact: true })
@@ -19,7 +20,8 @@ export const RegisterRequest = Schema.Struct({
   ekcert: optionalNullable(Base64),
   ek_tpm: optionalNullable(Base64),
   aik_tpm: Base64,
-  mtls_cert: MtlsCert,
+  // Keylime accepts a registration without it (agents with mTLS off); stored as null
+  mtls_cert: optionalNullable(MtlsCert),
   ip: optionalNullable(HostAddress),
   port: optionalNullable(PortNumber)
 }).annotations({ identifier: "RegisterRequest" })

@@ -21,10 +21,16 @@ export const currentMaxBodyBytes: FiberRef.FiberRef<number> = FiberRef.unsafeMak
 export const describeDecodeError = (error: HttpApiDecodeError): string => {
   const parts = error.issues.map((issue) => {
     const path = issue.path.map(String).join(".")
-    const message = issue._tag === "Missing" ? "is required" : issue.message
+    const message = issue._tag === "Missing"
+      ? "is required"
+      : issue.path.length === 0 && issue._tag === "Type"
+      ? "the request body must be a JSON object"
+      : issue.message
     return path.length > 0 ? `${path}: ${message}` : message
   })
-  const unique = [...new Set(parts)]
+  // a nullable field's union adds "Expected null" next to the real complaint: keep the real one
+  const informative = parts.filter((p) => !/: Expected null, actual /.test(p))
+  const unique = [...new Set(informative.length > 0 ? informative : parts)]
   return unique.length > 0 ? unique.slice(0, 5).join("; ") : error.message
 }
 

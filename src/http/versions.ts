@@ -42,7 +42,7 @@ export type PrefixMatch =
   | { readonly _tag: "Unsupported"; readonly requested: string }
   | { readonly _tag: "Unversioned" }
 
-const PREFIX = /^\/v([^/]*)(\/.*)?$/
+const PREFIX = /^\/v(\d[^/]*)(\/.*)?$/
 
 /**
  * Splits `/v2.6/agents/x` into version 2.6 and `/agents/x`. `/v2/…` resolves to the newest 2.x the

@@ -19,7 +19,8 @@ import {
   VersionInfo
 } from "../../schemas/Registrar.js"
 
-const AgentPath = Schema.Struct({ agentId: AgentId })
+// named as in Keylime, so a refused id is reported as `agent_id: ...`
+const AgentPath = Schema.Struct({ agent_id: AgentId })
 
 export class RegistrarAgents extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
@@ -28,19 +29,19 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .addSuccess(Envelope(AgentList))
   )
   .add(
-    HttpApiEndpoint.get("show", "/agents/:agentId")
+    HttpApiEndpoint.get("show", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(AgentRecord))
       .addError(NotFoundE)
   )
   .add(
-    HttpApiEndpoint.del("remove", "/agents/:agentId")
+    HttpApiEndpoint.del("remove", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(Empty))
       .addError(NotFoundE)
   )
   .add(
-    HttpApiEndpoint.post("register", "/agents/:agentId")
+    HttpApiEndpoint.post("register", "/agents/:agent_id")
       .setPath(AgentPath)
       .setPayload(RegisterRequest)
       .addSuccess(Envelope(RegisterResponse))
@@ -51,14 +52,14 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .addSuccess(Envelope(RegisterResponse))
   )
   .add(
-    HttpApiEndpoint.put("activate", "/agents/:agentId/activate")
+    HttpApiEndpoint.put("activate", "/agents/:agent_id/activate")
       .setPath(AgentPath)
       .setPayload(ActivateRequest)
       .addSuccess(Envelope(Empty))
       .addError(NotFoundE)
   )
   .add(
-    HttpApiEndpoint.post("activatePost", "/agents/:agentId/activate")
+    HttpApiEndpoint.post("activatePost", "/agents/:agent_id/activate")
       .setPath(AgentPath)
       .setPayload(ActivateRequest)
       .addSuccess(Envelope(Empty))
@@ -66,14 +67,14 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
   )
   .add(
     // legacy activation route (spec §5.6)
-    HttpApiEndpoint.put("activateLegacy", "/agents/:agentId")
+    HttpApiEndpoint.put("activateLegacy", "/agents/:agent_id")
       .setPath(AgentPath)
       .setPayload(ActivateRequest)
       .addSuccess(Envelope(Empty))
       .addError(NotFoundE)
   )
   .add(
-    HttpApiEndpoint.put("vactivate", "/agents/:agentId/vactivate")
+    HttpApiEndpoint.put("vactivate", "/agents/:agent_id/vactivate")
       .setPath(AgentPath)
       .setPayload(VactivateRequest)
       .addSuccess(Envelope(Empty))

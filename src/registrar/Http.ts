@@ -14,9 +14,9 @@ export const RegistrarHttpLive = (versions: VersionSet) =>
   HttpApiBuilder.group(RegistrarApi, "agents", (handlers) =>
     Effect.gen(function*() {
       const registrar = yield* Registrar
-      const activate = ({ path, payload }: { path: { agentId: string }; payload: { auth_tag: string } }) =>
+      const activate = ({ path, payload }: { path: { agent_id: string }; payload: { auth_tag: string } }) =>
         authorize("activate_registration", "public").pipe(
-          Effect.zipRight(registrar.activate(path.agentId, payload.auth_tag)),
+          Effect.zipRight(registrar.activate(path.agent_id, payload.auth_tag)),
           Effect.as({})
         )
       return handlers
@@ -26,14 +26,14 @@ export const RegistrarHttpLive = (versions: VersionSet) =>
           ))
         .handle("list", () => authorize("list_registrations", "admin").pipe(Effect.zipRight(registrar.list())))
         .handle("show", ({ path }) =>
-          authorize("read_registration", "admin").pipe(Effect.zipRight(registrar.show(path.agentId))))
+          authorize("read_registration", "admin").pipe(Effect.zipRight(registrar.show(path.agent_id))))
         .handle("remove", ({ path }) =>
           authorize("delete_registration", "admin").pipe(
-            Effect.zipRight(registrar.remove(path.agentId)),
+            Effect.zipRight(registrar.remove(path.agent_id)),
             Effect.as({})
           ))
         .handle("register", ({ path, payload }) =>
-          authorize("create_registration", "public").pipe(Effect.zipRight(registrar.register(path.agentId, payload))))
+          authorize("create_registration", "public").pipe(Effect.zipRight(registrar.register(path.agent_id, payload))))
         .handle("registerWithBodyId", ({ payload }) =>
           authorize("create_registration", "public").pipe(
             Effect.zipRight(registrar.register(payload.agent_id, payload))

@@ -52,19 +52,26 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
           )
         )
       }
+      const ekTpm = Buffer.from(reg.ekTpm).toString("base64")
+      const akTpm = Buffer.from(reg.akTpm).toString("base64")
+      const existing = yield* repo.find(agentId).pipe(Effect.mapError(internal))
+      // identity first, as Keylime: another TPM under a known id is refused whatever else is wrong
+      if (Option.isSome(existing) && (existing.value.ek_tpm !== ekTpm || existing.value.aik_tpm !== akTpm)) {
+        yield* Effect.logWarning(`Agent ${agentId} re-registration refused: different EK or AK`)
+        return yield* new Forbidden({ message: RegistrarText.differentIdentity })
+      }
       const challenge = makeChallenge(reg)
       if (Either.isLeft(challenge)) return yield* badData(challenge.left)
       const data = {
         agent_id: agentId,
-        ek_tpm: Buffer.from(reg.ekTpm).toString("base64"),
+        ek_tpm: ekTpm,
         ekcert: reg.ekCert === null ? null : Buffer.from(reg.ekCert).toString("base64"),
-        aik_tpm: Buffer.from(reg.akTpm).toString("base64"),
+        aik_tpm: akTpm,
         ip: body.ip ?? null,
         port: body.port ?? null,
         mtls_cert: reg.mtlsCert,
         challenge_key: challenge.right.key
       }
-      const existing = yield* repo.find(agentId).pipe(Effect.mapError(internal))
       if (Option.isNone(existing)) {
         const inserted = yield* repo.insert(data).pipe(Effect.mapError(internal))
         if (!inserted) return yield* new Forbidden({ message: RegistrarText.concurrent(agentId) })

@@ -42,7 +42,7 @@ export interface ParsedRegistration {
   readonly ekCertificate: crypto.X509Certificate | null
   readonly akPublic: TpmtPublic
   readonly akTpm: Uint8Array
-  readonly mtlsCert: string
+  readonly mtlsCert: string | null
 }
 
 const b64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "base64"))
@@ -78,8 +78,8 @@ export const parseRegistration = (
   }
   if (Either.isLeft(publicKeyOf(ak.right))) return invalid("aik_tpm", "holds a public key that cannot be used")
 
-  const mtlsCert = body.mtls_cert
-  if (mtlsCert !== "disabled") {
+  const mtlsCert = body.mtls_cert ?? null
+  if (mtlsCert !== null && mtlsCert !== "disabled") {
     const ok = Either.try(() => new crypto.X509Certificate(mtlsCert))
     if (Either.isLeft(ok)) return invalid("mtls_cert", "is not a PEM X.509 certificate")
   }
@@ -113,8 +113,6 @@ export const parseRegistration = (
   } else {
     return invalid("ek_tpm", "is required when no ekcert is given")
   }
-  if (!isStorageParent(ekPublic)) return invalid("ek_tpm", "is not a restricted decryption key (an EK)")
-
   return Either.right({
     ekPublic,
     ekTpm: tpm2b(ekPublic),
@@ -152,7 +150,7 @@ export const makeChallenge = (
   reg: Pick<ParsedRegistration, "ekPublic" | "akPublic">,
   secret: Uint8Array = randomChallenge()
 ): Either.Either<Challenge, InvalidRegistration> =>
-  Either.match(makeCredential(reg.ekPublic, nameOf(reg.akPublic), secret), {
+  !isStorageParent(reg.ekPublic) ? invalid("ek_tpm", "is not a restricted decryption key (an EK)") : Either.match(makeCredential(reg.ekPublic, nameOf(reg.akPublic), secret), {
     onLeft: (e) => invalid("ek_tpm", `cannot be used for MakeCredential: ${e.message}`),
     onRight: (blob) =>
       Either.right({
