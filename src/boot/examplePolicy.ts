@@ -36,7 +36,8 @@ interface Compiled {
   readonly pk: KeySet | undefined
   readonly kek: KeySet | undefined
   readonly db: KeySet | undefined
-  readonly dbx: ReadonlyArray<string> | undefined
+  /** Required dbx entries: SignatureData -> [SignatureOwner, index] (indexed to count distinct matches fast). */
+  readonly dbx: { readonly byData: ReadonlyMap<string, ReadonlyArray<readonly [string, number]>>; readonly count: number } | undefined
   readonly vendorDb: KeySet | undefined
   readonly mokdig: ReadonlyArray<Digest>
   readonly mokxdig: ReadonlyArray<Digest>
@@ -54,6 +55,17 @@ const digestOf = (d: Readonly<Record<string, string>>): Digest => new Map(Object
 const keyId = (owner: string, dataHex: string) => `${owner}/${dataHex}`
 
 const decodeRefState = Schema.decodeUnknownEither(MbRefState)
+
+const indexKeys = (list: ReadonlyArray<{ readonly SignatureOwner: string; readonly SignatureData: string }>) => {
+  const byData = new Map<string, Array<readonly [string, number]>>()
+  list.forEach((k, i) => {
+    const data = strip(k.SignatureData)
+    const owners = byData.get(data)
+    if (owners === undefined) byData.set(data, [[k.SignatureOwner, i]])
+    else owners.push([k.SignatureOwner, i])
+  })
+  return { byData, count: list.length }
+}
 
 const compile = (refstate: unknown): Either.Either<Compiled, string> => {
   const decoded = decodeRefState(refstate, { errors: "first" })
@@ -88,7 +100,7 @@ const compile = (refstate: unknown): Either.Either<Compiled, string> => {
     pk: keys(r.pk),
     kek: keys(r.kek),
     db: keys(r.db),
-    dbx: !secure && r.dbx.length === 0 ? undefined : r.dbx.map((s) => keyId(s.SignatureOwner, strip(s.SignatureData))),
+    dbx: !secure && r.dbx.length === 0 ? undefined : indexKeys(r.dbx),
     vendorDb: r.vendor_db === undefined || r.vendor_db.length === 0 ? undefined : keys(r.vendor_db),
     mokdig: r.mokdig.map(digestOf),
     mokxdig: r.mokxdig.map(digestOf)
@@ -112,8 +124,10 @@ const hasDigest = (e: BootEvent, good: ReadonlyArray<Digest>): boolean => {
 const sha256Is = (e: BootEvent, hex: string): boolean => hasDigest(e, [new Map([["sha256", hex]])])
 
 /** Event data whose digest is H(data) in at least one bank (EV_SEPARATOR, EV_EFI_ACTION). */
-const digestOfData = (e: BootEvent, data: Uint8Array): boolean =>
-  e.digests.some((d) => d.alg !== undefined && toHex(createHash(d.alg).update(data).digest()) === toHex(d.digest))
+const digestOfData = (e: BootEvent, data: Uint8Array): boolean => {
+  for (const d of e.digests) if (d.alg !== undefined && createHash(d.alg).update(data).digest().equals(d.digest)) return true
+  return false
+}
 
 const EFI_ACTIONS: Readonly<Record<number, ReadonlyArray<string>>> = {
   4: ["Calling EFI Application from Boot Option", "Returning from EFI Application from Boot Option"],
@@ -153,15 +167,21 @@ const keySubset = (e: BootEvent, types: ReadonlyArray<string>, allowed: KeySet):
   return ""
 }
 
-const keySuperset = (e: BootEvent, required: ReadonlyArray<string>): string => {
+const keySuperset = (e: BootEvent, required: NonNullable<Compiled["dbx"]>): string => {
   if (e.decoded.kind !== "variable" || e.decoded.value.kind !== "signatureLists") return "Event.VariableData is not a signature list"
   const lists = e.decoded.value.lists
   if (lists.length !== 1) return `VariableData is ${lists.length > 1 ? "longer" : "shorter"} (${lists.length}) than the applicable tests (1)`
   const list = lists[0]!
   if (!SHA256.includes(list.SignatureType)) return `VariableData [0] SignatureType is not '${GUID.certSha256}'`
-  const have = new Set(list.Keys.map((k) => keyId(k.SignatureOwner, k.SignatureData)))
-  const missing = required.filter((k) => !have.has(k))
-  return missing.length === 0 ? "" : `VariableData [0] Keys lacks ${missing.length} required dbx entries, first ${missing[0]}`
+  // Count distinct required entries present (dbx lists hold hundreds of hashes; no per-key string building).
+  const seen = new Uint8Array(required.count)
+  let found = 0
+  for (const k of list.Keys) {
+    const owners = required.byData.get(k.SignatureData)
+    if (owners === undefined) continue
+    for (const [owner, i] of owners) if (owner === k.SignatureOwner && seen[i] === 0) (seen[i] = 1), found++
+  }
+  return found === required.count ? "" : `VariableData [0] Keys lacks ${required.count - found} of the ${required.count} required dbx entries`
 }
 
 const driverConfig = (c: Compiled, run: Run, e: BootEvent): string => {
@@ -329,8 +349,17 @@ const checkFinal = (c: Compiled, run: Run): string => {
   )
 }
 
+/** The verifier evaluates the same reference state every round: compile it once per object. */
+const compiledCache = new WeakMap<object, Either.Either<Compiled, string>>()
+const compileCached = (refstate: unknown): Either.Either<Compiled, string> => {
+  if (typeof refstate !== "object" || refstate === null) return compile(refstate)
+  let c = compiledCache.get(refstate)
+  if (c === undefined) compiledCache.set(refstate, (c = compile(refstate)))
+  return c
+}
+
 const evaluate = (refstate: unknown, log: EventLog): string => {
-  const compiled = compile(refstate)
+  const compiled = compileCached(refstate)
   if (Either.isLeft(compiled)) return `policy evaluation failed: ${compiled.left}`
   const c = compiled.right
   const run: Run = { once: new Set(), configFlags: 0, sCrtms: [], firmware: [], bsas: [], ipl9s: [], vmlinuz: [], cmdlines: [] }

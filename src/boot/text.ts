@@ -2,20 +2,14 @@
 
 const hexByte: Array<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
-export const toHex = (b: Uint8Array): string => {
-  let s = ""
-  for (let i = 0; i < b.length; i++) s += hexByte[b[i]!]
-  return s
-}
+/** Lowercase hex; Buffer's encoder is an order of magnitude faster than string concatenation for certificates. */
+export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex")
 
 /** EFI_GUID as text: Data1 (u32le), Data2, Data3 (u16le), Data4 (8 bytes in order). `b` must hold 16 bytes. */
-export const guidToString = (b: Uint8Array): string => {
-  const h = (i: number) => hexByte[b[i]!]!
-  return (
-    h(3) + h(2) + h(1) + h(0) + "-" + h(5) + h(4) + "-" + h(7) + h(6) + "-" + h(8) + h(9) + "-" +
-    h(10) + h(11) + h(12) + h(13) + h(14) + h(15)
-  )
-}
+export const guidToString = (b: Uint8Array): string =>
+  hexByte[b[3]!]! + hexByte[b[2]!]! + hexByte[b[1]!]! + hexByte[b[0]!]! + "-" + hexByte[b[5]!]! + hexByte[b[4]!]! + "-" +
+  hexByte[b[7]!]! + hexByte[b[6]!]! + "-" + hexByte[b[8]!]! + hexByte[b[9]!]! + "-" + hexByte[b[10]!]! + hexByte[b[11]!]! +
+  hexByte[b[12]!]! + hexByte[b[13]!]! + hexByte[b[14]!]! + hexByte[b[15]!]!
 
 /** UTF-16LE code units to a string, stopping at the first NUL. Odd trailing byte is ignored. */
 export const utf16le = (b: Uint8Array): string => {
