@@ -4,12 +4,12 @@
  * Needs a CommandExecutor and FileSystem (NodeContext.layer at the edge).
  */
 import { Layer } from "effect"
-import { Tpm } from "../src/tpm/Tpm.js"
+import { Tpm, type TpmError } from "../src/tpm/Tpm.js"
 import type { CallEnv } from "../src/tpm/tpm2tools/call.js"
 import { makeTpm2ToolsTpm, type Tpm2ToolsConfig } from "../src/tpm/tpm2tools/Tpm2ToolsTpm.js"
 
 export type { Tpm2ToolsConfig } from "../src/tpm/tpm2tools/Tpm2ToolsTpm.js"
 
 export const Tpm2Tools = {
-  layer: (config: Tpm2ToolsConfig = {}): Layer.Layer<Tpm, never, CallEnv> => Layer.effect(Tpm, makeTpm2ToolsTpm(config))
+  layer: (config: Tpm2ToolsConfig = {}): Layer.Layer<Tpm, TpmError, CallEnv> => Layer.scoped(Tpm, makeTpm2ToolsTpm(config))
 } as const

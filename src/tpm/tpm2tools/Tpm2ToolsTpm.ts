@@ -3,7 +3,7 @@
  * swtpm in tests). Each method is one serialized call with its own temp dir and timeout (call.ts);
  * the AK is reloaded from its saved blobs for every use, so nothing depends on leftover handles.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, type Scope } from "effect"
 import { toHex } from "../bytes.js"
 import { encodeCredentialFile } from "../credential.js"
 import { digestSize } from "../hashAlg.js"
@@ -12,7 +12,8 @@ import type { Ak, AkOptions, CredentialBlob, HashAlg, KeyAlg, PcrSelection, Quot
 import { TpmError } from "../Tpm.js"
 import { type CallEnv, DEFAULT_TCTI, makeCaller, type Tpm2ToolsConfig } from "./call.js"
 import { certifyCommand, parseCertifyResponse } from "./certifyCommand.js"
-import { akFromSaved, createAkWith, createEk, ekPolicySession, loadAkInto } from "./keys.js"
+import { type ContextCache, makeContextCache } from "./contextCache.js"
+import { akFromSaved, createAkWith, createEk, ekPolicySession } from "./keys.js"
 import { readEkCertificate } from "./nv.js"
 import { parsePcrReadYaml, selectionArg } from "./pcrReadOutput.js"
 import { readOutput, runTool, type ToolContext, writeInput } from "./run.js"
@@ -45,15 +46,14 @@ const persistentHandles = (ctx: ToolContext) =>
  * TPM2_Certify(AK, AK, nonce) through `tpm2_send`: the AK is made persistent for the raw command
  * (a handle that also works behind a resource manager) and evicted again afterwards.
  */
-const certifyWith = (ctx: ToolContext, ak: Ak, nonce: Uint8Array) =>
+const certifyWith = (ctx: ToolContext, akCtx: string, nonce: Uint8Array) =>
   Effect.gen(function*() {
-    yield* loadAkInto(ctx, ak)
     const used = yield* persistentHandles(ctx)
     const handle = CERTIFY_HANDLES.find((h) => !used.has(h))
     if (handle === undefined) return yield* fail(ctx.operation, "no free persistent handle for the certify command")
     const hex = `0x${handle.toString(16)}`
     return yield* Effect.acquireUseRelease(
-      runTool(ctx, "tpm2_evictcontrol", ["-C", "o", "-c", "ak.ctx", hex]),
+      runTool(ctx, "tpm2_evictcontrol", ["-C", "o", "-c", akCtx, hex]),
       () =>
         Effect.gen(function*() {
           yield* runTool(ctx, "tpm2_send", ["-o", "certify.rsp"], certifyCommand(handle, handle, nonce))
@@ -70,9 +70,12 @@ const certifyWith = (ctx: ToolContext, ak: Ak, nonce: Uint8Array) =>
     )
   })
 
-export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShape, never, CallEnv> =>
+export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShape, TpmError, CallEnv | Scope.Scope> =>
   Effect.gen(function*() {
     const env = yield* Effect.context<CallEnv>()
+    const contexts: ContextCache = yield* makeContextCache.pipe(
+      Effect.mapError((e) => new TpmError({ operation: "start", message: "cannot create the context cache dir", detail: e.message }))
+    )
     const call = makeCaller(config)
     const tcti = config.tcti ?? DEFAULT_TCTI
     const ekCache = new Map<KeyAlg, Uint8Array>()
@@ -98,7 +101,7 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
     const loadAk = Effect.fn("Tpm2Tools.loadAk")(function*(saved: SavedAk) {
       const ak = yield* akFromSaved("loadAk", saved)
       // Load once so a blob from another TPM (or a damaged one) fails here, not at first use.
-      return yield* provide(call("loadAk", (ctx) => loadAkInto(ctx, ak)))
+      return yield* provide(call("loadAk", (ctx) => contexts.loadNow(ctx, ak)))
     })
 
     const activateCredential = Effect.fn("Tpm2Tools.activateCredential")(function*(ak: Ak, blob: CredentialBlob) {
@@ -106,12 +109,15 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
         call("activateCredential", (ctx) =>
           Effect.gen(function*() {
             yield* writeInput(ctx, "cred.bin", encodeCredentialFile(blob))
-            yield* loadAkInto(ctx, ak)
-            yield* ekPolicySession(ctx, "activate.ctx")
-            yield* runTool(ctx, "tpm2_activatecredential", [
-              "-c", "ak.ctx", "-C", "ek.ctx", "-i", "cred.bin", "-o", "secret.bin", "-P", "session:activate.ctx"
-            ])
-            return yield* readOutput(ctx, "secret.bin")
+            return yield* contexts.withAk(ctx, ak, (paths) =>
+              Effect.gen(function*() {
+                yield* ekPolicySession(ctx, "activate.ctx")
+                yield* runTool(ctx, "tpm2_activatecredential", [
+                  "-c", paths.ak, "-C", paths.ek, "-i", "cred.bin", "-o", "secret.bin", "-P", "session:activate.ctx"
+                ])
+                return yield* readOutput(ctx, "secret.bin")
+              })
+            )
           })
         )
       )
@@ -123,13 +129,12 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
       return yield* provide(
         call("quote", (ctx) =>
           Effect.gen(function*() {
-            yield* loadAkInto(ctx, ak)
-            yield* runTool(ctx, "tpm2_quote", [
+            yield* contexts.withAk(ctx, ak, (paths) => runTool(ctx, "tpm2_quote", [
               // --scheme: without it tpm2_quote asks for RSASSA, which an RSAPSS AK refuses.
-              "-c", "ak.ctx", "-l", selectionArg(request.selection), "-g", ak.options.hash, "--scheme", ak.options.scheme,
+              "-c", paths.ak, "-l", selectionArg(request.selection), "-g", ak.options.hash, "--scheme", ak.options.scheme,
               "-m", "quote.attest", "-s", "quote.sig", "-o", "quote.pcrs",
               ...(request.nonce.length > 0 ? ["-q", toHex(request.nonce)] : [])
-            ])
+            ]))
             const blob = parsePcrBlob(yield* readOutput(ctx, "quote.pcrs"))
             if (Either.isLeft(blob)) return yield* fail("quote", "tpm2_quote wrote a PCR file that does not parse", blob.left.message)
             return {
@@ -143,7 +148,7 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
     })
 
     const certify = Effect.fn("Tpm2Tools.certify")(function*(ak: Ak, nonce: Uint8Array) {
-      return yield* provide(call("certify", (ctx) => certifyWith(ctx, ak, nonce)))
+      return yield* provide(call("certify", (ctx) => contexts.withAk(ctx, ak, (paths) => certifyWith(ctx, paths.ak, nonce))))
     })
 
     const pcrRead = Effect.fn("Tpm2Tools.pcrRead")(function*(selection: PcrSelection) {

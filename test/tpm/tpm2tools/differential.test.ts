@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
 import { Tpm2Tools } from "../../../layers/Tpm2Tools.js"
+import { parseAttest } from "../../../src/tpm/attest.js"
 import { makeCredential, decodeCredentialFile } from "../../../src/tpm/credential.js"
 import { marshalPcrBlob, parsePcrBlob, pcrBlobOf } from "../../../src/tpm/pcrBlob.js"
 import { normalizeSelection } from "../../../src/tpm/pcrSelection.js"
@@ -127,6 +128,22 @@ describe.skipIf(!ok)("differential: TypeScript vs tpm2-tools / swtpm", () => {
           expect(cert._tag).toBe("Some")
         }
         expect(swtpm.rootCaPem).toContain("BEGIN CERTIFICATE")
+      }))
+
+    it.effect("keeps quoting after a TPM reset: the stale saved AK context is dropped and the AK reloaded", () =>
+      Effect.gen(function*() {
+        const tpm = yield* Tpm
+        const swtpm = yield* SwtpmHarness
+        const ak = yield* tpm.createAk("rsa", AKS[0]!.options)
+        const sel: PcrSelection = [{ hash: "sha256", pcrs: [16] }]
+        const before = yield* tpm.quote(ak, { nonce: ascii("first"), selection: sel })
+        yield* Effect.promise(() => swtpm.reset())
+        const after = yield* tpm.quote(ak, { nonce: ascii("second"), selection: sel })
+        const reset = (q: typeof before) => Either.getOrThrow(parseAttest(q.attest)).clockInfo.resetCount
+        expect(reset(after)).toBe(reset(before) + 1)
+        expect(yield* tpm.activateCredential(ak, Either.getOrThrow(makeCredential(
+          Either.getOrThrow(parseTpm2bPublic(yield* tpm.ekPublic("rsa"))), ak.name, ascii("secret after reset")
+        )))).toEqual(ascii("secret after reset"))
       }))
 
     it.effect("a quote taken through the layer parses to the tpm2-tools PCR file it came from", () =>
