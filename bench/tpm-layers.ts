@@ -2,7 +2,7 @@
  * The two Tpm layers side by side: quote and certify latency of the in-memory simulator, and of
  * Tpm2Tools on a private swtpm. Baseline, measured in the same run: one bare `tpm2_quote` process
  * against the same swtpm with the AK already at a persistent handle (the floor any tpm2-tools
- * based agent pays), so the ratio shows what reloading the AK and flushing per call costs.
+ * based agent pays), so the ratio shows what loading the saved AK context and flushing per call costs.
  *
  *   npm run bench -- tpm-layers [iterations]
  */
@@ -77,7 +77,7 @@ const main = async () => {
     console.log("operation        simulator   tpm2-tools/swtpm")
     for (const k of Object.keys(sim)) console.log(`${k.padEnd(16)} ${f(sim[k]!).padStart(9)}   ${f(tools[k]!).padStart(9)}`)
     console.log(`baseline: bare tpm2_quote, persistent RSA AK: ${f(baseline)} ms`)
-    console.log(`ratio Tpm2Tools quote (AK reload + flush) / baseline: ${(tools["quote_rsa"]! / baseline).toFixed(2)}x`)
+    console.log(`ratio Tpm2Tools quote (saved AK context + flushes) / baseline: ${(tools["quote_rsa"]! / baseline).toFixed(2)}x`)
     console.log(`ratio simulator quote / baseline: ${(sim["quote_rsa"]! / baseline).toFixed(4)}x`)
     for (const k of Object.keys(sim)) console.log(`BENCH sim_${k}_ms ${f(sim[k]!)} ms`)
     for (const k of Object.keys(tools)) console.log(`BENCH tpm2tools_${k}_ms ${f(tools[k]!)} ms`)
