@@ -3,7 +3,7 @@
  * the TOML file over the defaults of the option table. Pure over its sources, so tests pass
  * sources directly; unknown options and bad values fail with every problem named.
  */
-import { Either, Schema } from "effect"
+import { Config, ConfigError, Either, Option, Schema } from "effect"
 import { type OptionSpec, reasonOf, type SectionSpec, type SectionValues } from "./option.js"
 import { type SectionName, sectionNames, sections } from "./sections.js"
 import type { TomlDocument, TomlValue } from "./toml.js"
@@ -138,3 +138,31 @@ export const renderValue = (spec: OptionSpec<unknown>, value: unknown): string =
 
 export const describeOrigin = (o: Origin): string =>
   o.kind === "default" ? "default" : o.kind === "file" ? `file ${o.path}` : `env ${o.variable}`
+
+/**
+ * The same section as an Effect `Config`, read from the current `ConfigProvider` (every value a
+ * string, as environment variables are; lists comma-separated or `["a", "b"]`) and decoded by the
+ * same table. For code and tests that configure through a ConfigProvider, e.g.
+ * `Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["registrar.port", "0"]])))`.
+ * Start-up uses `resolveSection`, which also knows each value's source and unknown options.
+ */
+export const sectionConfig = <N extends SectionName>(name: N): Config.Config<SectionValues<(typeof sections)[N]>> => {
+  const spec = sections[name] as SectionSpec
+  const fields = Object.fromEntries(Object.keys(spec).map((option) => [option, Config.option(Config.string(option))]))
+  return Config.nested(Config.all(fields), name).pipe(
+    Config.mapOrFail((raw) => {
+      const values: Record<string, unknown> = {}
+      for (const [option, opt] of Object.entries(spec)) {
+        const given = raw[option] as Option.Option<string>
+        if (Option.isNone(given)) {
+          values[option] = opt.default
+          continue
+        }
+        const decoded = decodeOption(opt, given.value)
+        if (Either.isLeft(decoded)) return Either.left(ConfigError.InvalidData([name, option], reasonOf(decoded.left)))
+        values[option] = decoded.right
+      }
+      return Either.right(values as SectionValues<(typeof sections)[N]>)
+    })
+  )
+}

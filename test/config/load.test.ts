@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Option } from "effect"
+import { ConfigProvider, Effect, Either, FastCheck, Layer, Option } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type ConfigSources as Sources, resolveSection } from "../../src/config/load.js"
+import { type ConfigSources as Sources, resolveSection, sectionConfig } from "../../src/config/load.js"
+import { sectionNames, sections } from "../../src/config/sections.js"
 import { ConfigSources, readSources, RegistrarConfig, VerifierConfig } from "../../src/config/services.js"
 import { parseToml } from "../../src/config/toml.js"
 
@@ -95,4 +96,29 @@ describe("configuration", () => {
       expect(reg.port).toBe(0)
       expect(reg.tls_port).toBe(8891)
     }).pipe(Effect.provide(RegistrarConfig.test({ port: 0 }))))
+
+  it.effect("reads a section as an Effect Config from the current ConfigProvider", () =>
+    Effect.gen(function*() {
+      const provider = ConfigProvider.fromMap(new Map([["registrar.port", "0"], ["registrar.trusted_client_ca", "a.crt,b.crt"]]))
+      const reg = yield* Effect.withConfigProvider(sectionConfig("registrar"), provider)
+      expect(reg.port).toBe(0)
+      expect(reg.trusted_client_ca).toEqual(["a.crt", "b.crt"])
+      expect(reg.tls_port).toBe(8891)
+      const bad = yield* Effect.flip(Effect.withConfigProvider(sectionConfig("registrar"), ConfigProvider.fromMap(new Map([["registrar.tls_port", "x"]]))))
+      expect(String(bad)).toContain("registrar.tls_port")
+      expect(String(bad)).toContain(`expected an integer, got "x"`)
+    }))
+
+  it("decodes any value of any option to a value or a named problem, never an exception", () => {
+    const raw = FastCheck.oneof(
+      FastCheck.string(), FastCheck.double(), FastCheck.integer(), FastCheck.boolean(),
+      FastCheck.array(FastCheck.oneof(FastCheck.string(), FastCheck.integer()), { maxLength: 3 })
+    )
+    FastCheck.assert(FastCheck.property(FastCheck.constantFrom(...sectionNames), raw, FastCheck.nat(), (section, value, pick) => {
+      const options = Object.keys(sections[section])
+      const option = options[pick % options.length]!
+      const r = resolveSection(section, { env: {}, file: { path: "f.toml", doc: { [section]: { [option]: value } } } })
+      return Either.isRight(r) || (r.left.problems.length === 1 && r.left.problems[0]!.option === option)
+    }), { numRuns: 500 })
+  })
 })
