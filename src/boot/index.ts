@@ -1,5 +1,6 @@
 /** Measured boot: TCG2 event log parsing, PCR replay, boot aggregates, reference states and policies. */
 export * from "./createRefState.js"
+export * from "./encode.js"
 export * from "./errors.js"
 export type { EventData, GptPartition, SignatureEntry, SignatureList, VariableValue } from "./eventData.js"
 export * from "./eventLog.js"
