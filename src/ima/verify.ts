@@ -5,7 +5,7 @@
  * Effect, one reused template buffer, one-shot hashes.
  */
 import type * as crypto from "node:crypto"
-import { emptyFields, parseLineInto, TemplateBuffer } from "./entry.js"
+import { emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
 import type { CompiledPolicy } from "./policy.js"
@@ -49,7 +49,7 @@ export interface ImaVerificationResult {
   readonly retry: boolean
 }
 
-const nibble = (c: number): number => (c <= 57 ? c - 48 : (c | 32) - 87)
+const nibble = (c: number): number => (c < 256 ? HEX_VALUE[c]! : -1)
 
 /** text[at, at + 2·d.length) is the hex of d (either case); no slicing or decoding. */
 const hexEquals = (text: string, at: number, d: Uint8Array): boolean => {
