@@ -6,7 +6,7 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Context, Effect, Either, Layer, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -19,6 +19,8 @@ import { EKU, generateKeyPair, issueCertificate, privateKeyToPem, toPem } from "
 import { type TrustStore } from "../../src/pki/chain.js"
 import type { TpmIdentityPolicy } from "../../src/registrar/registration.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
+import { decodeCredentialFile } from "../../src/tpm/credential.js"
+import type { TpmShape } from "../../src/tpm/Tpm.js"
 import { vectorPath } from "../support/vectors.js"
 
 export interface TestPki {
@@ -200,3 +202,43 @@ export const countRows = Effect.gen(function*() {
   const rows = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM registrar_agents`
   return Number(rows[0]?.n ?? 0)
 }).pipe(Effect.orDie)
+
+/** A registration body from a TPM: its EK certificate (if any), EK and a fresh RSA AK. */
+export const agentBody = (tpm: TpmShape, withCert = true) =>
+  Effect.gen(function*() {
+    const ekCert = withCert ? Option.getOrUndefined(yield* tpm.ekCertificate("rsa")) : undefined
+    const ekPublic = yield* tpm.ekPublic("rsa")
+    const ak = yield* tpm.createAk("rsa", { alg: "rsa", hash: "sha256", scheme: "rsassa" })
+    const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64")
+    const body = {
+      ...(ekCert === undefined ? { ek_tpm: b64(ekPublic) } : { ekcert: b64(ekCert) }),
+      aik_tpm: b64(ak.public),
+      mtls_cert: "disabled",
+      ip: "127.0.0.1",
+      port: 9002
+    }
+    return { ak, ekPublic, ekCert, body }
+  }).pipe(Effect.orDie)
+
+/** HMAC-SHA384 with the base64 text of the secret as key, over the agent id (keylime-wire.md §5). */
+export const authTagFor = (secret: Uint8Array, agentId: string): string =>
+  crypto.createHmac("sha384", Buffer.from(Buffer.from(secret).toString("base64"), "utf8")).update(agentId).digest("hex")
+
+/** Register + activate with the TPM: the whole agent side of credential activation. */
+export const registerAndActivate = (pki: TestPki, reg: RegistrarUnderTest, tpm: TpmShape, agentId: string) =>
+  Effect.gen(function*() {
+    const agent = yield* agentBody(tpm)
+    const registered = yield* call(pki, reg, { method: "POST", path: `/v2.6/agents/${agentId}`, port: "http", json: agent.body })
+    if (registered.status !== 200) return yield* Effect.dieMessage(`register failed: ${registered.body}`)
+    const blob = decodeCredentialFile(new Uint8Array(Buffer.from((registered.json as { results: { blob: string } }).results.blob, "base64")))
+    if (Either.isLeft(blob)) return yield* Effect.dieMessage(blob.left.message)
+    const secret = yield* Effect.orDie(tpm.activateCredential(agent.ak, blob.right))
+    const activated = yield* call(pki, reg, {
+      method: "PUT",
+      path: `/v2.6/agents/${agentId}/activate`,
+      port: "http",
+      json: { auth_tag: authTagFor(secret, agentId) }
+    })
+    if (activated.status !== 200) return yield* Effect.dieMessage(`activate failed: ${activated.body}`)
+    return agent
+  })
