@@ -15,7 +15,7 @@ export interface EventToEncode {
 }
 
 export const encodeEventLog = (banks: ReadonlyArray<HashAlg>, events: ReadonlyArray<EventToEncode>): Uint8Array => {
-  // Sized up front: Writer.bytes() writes into the old buffer when it has to grow (src/tpm/bytes.ts).
+  // Sized up front so the writer never has to grow and copy.
   const perEvent = 16 + banks.reduce((n, b) => n + 2 + digestSize(b), 0)
   const total = 32 + 33 + 4 * banks.length + events.reduce((n, e) => n + perEvent + e.data.length, 0)
   const w = new Writer(total + 16)
