@@ -42,6 +42,7 @@ export interface AgentOptions {
   readonly serverCertIssuer?: { readonly certificatePem: string; readonly privateKeyPem: string }
   readonly payload: PayloadOptions
   readonly revocationCert?: string | undefined
+  readonly revocationCertFile?: string | undefined
   readonly ekAlg?: KeyAlg
   readonly ak?: AkOptions
   readonly retry?: RetryPolicy
@@ -110,7 +111,7 @@ const start = (o: AgentOptions) =>
     const ctx = Context.make(AgentIdentity, identity).pipe(Context.add(BootstrapKeys, keys), Context.add(Tpm, tpm), Context.add(MeasurementSource, source))
     const quotes = yield* makeQuotes.pipe(Effect.provide(ctx))
     const versions = o.versions ?? AGENT_API_VERSIONS
-    const app = yield* makeAgentApp({ versions, revocationCert: o.revocationCert }).pipe(
+    const app = yield* makeAgentApp({ versions, revocationCert: o.revocationCert, revocationCertFile: o.revocationCertFile }).pipe(
       Effect.provide(Context.add(ctx, Quotes, quotes))
     )
 

@@ -10,7 +10,7 @@ import {
   decodeAuthTag,
   decryptPayload,
   decryptWithNk,
-  generateNk,
+  generateNkAsync,
   isValidKeyLength,
   type Nk
 } from "../keys/index.js"
@@ -61,7 +61,7 @@ export interface BootstrapKeysOptions {
 
 export const make = (options: BootstrapKeysOptions) =>
   Effect.gen(function*() {
-    const nk = generateNk()
+    const nk = yield* generateNkAsync()
     const state = yield* Ref.make<State>({ us: [], vs: [], tag: Option.none(), payload: Option.none(), k: Option.none() })
     const lock = yield* Effect.makeSemaphore(1)
 

@@ -6,6 +6,7 @@
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
+import { existsSync, readFileSync } from "node:fs"
 import { envelopeResponse } from "../http/envelope.js"
 import { type ApiVersion, parseVersion } from "../http/versions.js"
 import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
@@ -22,7 +23,14 @@ export interface AgentHttpOptions {
   readonly versions?: ReadonlyArray<string>
   /** PEM of the certificate that signs revocation messages; unset: messages are logged unchecked. */
   readonly revocationCert?: string | undefined
+  /** Or a file read when a notification arrives (Keylime's default arrives with the payload). */
+  readonly revocationCertFile?: string | undefined
 }
+
+const revocationCertOf = (o: AgentHttpOptions): Effect.Effect<string | undefined> =>
+  o.revocationCert !== undefined || o.revocationCertFile === undefined
+    ? Effect.succeed(o.revocationCert)
+    : Effect.sync(() => (existsSync(o.revocationCertFile!) ? readFileSync(o.revocationCertFile!, "utf8") : undefined))
 
 const ok = (results: unknown) => envelopeResponse(200, "Success", results)
 const fail = (e: AgentRequestError) => envelopeResponse(e.status, e.message)
@@ -114,7 +122,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
         case "notifications":
           if (method === "POST" && leaf === "revocation" && exact) {
             return jsonBody(request, RevocationBody).pipe(
-              Effect.flatMap((body) => fromEither(checkRevocation(body, options.revocationCert))),
+              Effect.flatMap((body) => Effect.flatMap(revocationCertOf(options), (cert) => fromEither(checkRevocation(body, cert)))),
               Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
               Effect.tap(({ event, signed }) =>
                 Effect.logWarning(

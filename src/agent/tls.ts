@@ -9,7 +9,6 @@ import { mkdir, readFile, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Clock, Data, Effect, Either } from "effect"
 import { EKU, issueCertificate, toPem } from "../pki/certificate.js"
-import { generateKeyPair } from "../pki/keys.js"
 
 export class AgentTlsError extends Data.TaggedError("AgentTlsError")<{ readonly message: string }> {}
 
@@ -48,7 +47,12 @@ export const loadOrCreateServerTls = Effect.fn("Agent.serverTls")(function*(o: S
     if (Either.isRight(still) && new Date(still.right.validTo) > now) return tls
     yield* Effect.logWarning(`${certPath} is unreadable or expired; making a new server certificate`)
   }
-  const keys = generateKeyPair("rsa2048")
+  // on the thread pool: agents starting together (attest up) generate their keys in parallel
+  const keys = yield* Effect.async<crypto.KeyPairKeyObjectResult, AgentTlsError>((resume) =>
+    crypto.generateKeyPair("rsa", { modulusLength: 2048 }, (error, publicKey, privateKey) =>
+      resume(error ? Effect.fail(io("generating the server key")(error)) : Effect.succeed({ publicKey, privateKey }))
+    )
+  )
   const now = yield* Clock.currentTimeMillis
   const issuer = o.issuer === undefined ? undefined : yield* Effect.try({
     try: () => ({

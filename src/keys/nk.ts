@@ -3,8 +3,8 @@
  * encrypt U and V with RSA-OAEP, MGF1-SHA-1, SHA-1, no label (Keylime `crypto.rsa_encrypt`).
  * The private half stays in memory.
  */
-import { constants, createPublicKey, generateKeyPairSync, privateDecrypt, publicEncrypt, type KeyObject } from "node:crypto"
-import { Either } from "effect"
+import { constants, createPublicKey, generateKeyPair, generateKeyPairSync, privateDecrypt, publicEncrypt, type KeyObject } from "node:crypto"
+import { Effect, Either } from "effect"
 import { KeyError } from "./errors.js"
 
 export interface Nk {
@@ -17,6 +17,14 @@ export const generateNk = (bits = 2048): Nk => {
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: bits, publicExponent: 65537 })
   return { privateKey, publicPem: publicKey.export({ type: "spki", format: "pem" }).toString() }
 }
+
+/** The same, generated on libuv's thread pool so several agents starting at once use every core. */
+export const generateNkAsync = (bits = 2048): Effect.Effect<Nk> =>
+  Effect.async<Nk>((resume) => {
+    generateKeyPair("rsa", { modulusLength: bits, publicExponent: 65537 }, (error, publicKey, privateKey) => {
+      resume(error ? Effect.die(error) : Effect.succeed({ privateKey, publicPem: publicKey.export({ type: "spki", format: "pem" }).toString() }))
+    })
+  })
 
 /** Tenant / verifier side: RSA-OAEP-SHA1 of a key half for the agent's `pubkey`. */
 export const encryptForAgent = (publicPem: string, key: Uint8Array): Either.Either<Uint8Array, KeyError> =>
