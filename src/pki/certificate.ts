@@ -6,6 +6,7 @@ import * as asn1js from "asn1js"
 import * as crypto from "node:crypto"
 import * as pkijs from "pkijs"
 import { Either } from "effect"
+import { certificateFields, subjectKeyIdentifier, subjectPublicKeyBits } from "./der.js"
 import { PkiError } from "./errors.js"
 import { spkiDer } from "./keys.js"
 import { buildName, type DistinguishedName, ipToBytes, type NameAttribute } from "./names.js"
@@ -105,10 +106,8 @@ const ber = (o: { toBER(sizeOnly?: boolean): ArrayBuffer }): ArrayBuffer => o.to
 const ext = (extnID: string, critical: boolean, value: ArrayBuffer) => new pkijs.Extension({ extnID, critical, extnValue: value })
 
 /** RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey BIT STRING contents. */
-export const keyIdentifier = (spki: Uint8Array): Uint8Array => {
-  const info = pkijs.PublicKeyInfo.fromBER(spki)
-  return new Uint8Array(crypto.createHash("sha1").update(info.subjectPublicKey.valueBlock.valueHexView).digest())
-}
+export const keyIdentifier = (spki: Uint8Array): Either.Either<Uint8Array, PkiError> =>
+  Either.map(subjectPublicKeyBits(spki), (bits) => new Uint8Array(crypto.createHash("sha1").update(bits).digest()))
 
 /** Minimal DER BIT STRING for a key-usage set (trailing zero bits dropped). */
 const keyUsageBits = (usages: ReadonlyArray<KeyUsage>): asn1js.BitString => {
@@ -167,10 +166,22 @@ const buildSan = (san: SubjectAltName): Either.Either<pkijs.Extension, PkiError>
   return Either.right(ext(EXT.subjectAltName, san.critical ?? false, ber(new pkijs.GeneralNames({ names }).toSchema())))
 }
 
-const parseIssuer = (der: Uint8Array): Either.Either<pkijs.Certificate, PkiError> =>
-  Either.try({
-    try: () => pkijs.Certificate.fromBER(der),
-    catch: (cause) => new PkiError({ reason: "issuer certificate is not valid DER", cause })
+interface IssuerInfo {
+  readonly name: pkijs.RelativeDistinguishedNames
+  readonly spki: Uint8Array
+  readonly ski: Uint8Array | undefined
+}
+
+// Only the fields issuance needs, read with the small DER walker (a full pkijs parse costs ~7 ms).
+const parseIssuer = (der: Uint8Array): Either.Either<IssuerInfo, PkiError> =>
+  Either.gen(function*() {
+    const f = yield* Either.mapLeft(certificateFields(der), (e) => new PkiError({ reason: `issuer certificate: ${e.reason}` }))
+    const ski = yield* subjectKeyIdentifier(der)
+    const name = yield* Either.try({
+      try: () => pkijs.RelativeDistinguishedNames.fromBER(f.subject.slice()),
+      catch: (cause) => new PkiError({ reason: "issuer certificate: unreadable subject name", cause })
+    })
+    return { name, spki: f.spki, ski }
   })
 
 /** Issues an X.509 v3 certificate and returns its DER. */
@@ -189,9 +200,8 @@ export const issueCertificate = (o: CertificateOptions): Either.Either<Uint8Arra
       try: () => spkiDer(signer),
       catch: (cause) => new PkiError({ reason: "signing key cannot be exported", cause })
     })
-    if (issuerCert !== undefined) {
-      const issuerSpki = new Uint8Array(issuerCert.subjectPublicKeyInfo.toSchema().toBER(false))
-      if (!Buffer.from(issuerSpki).equals(signerSpki)) return yield* fail("issuer private key does not match the issuer certificate")
+    if (issuerCert !== undefined && !Buffer.from(issuerCert.spki).equals(signerSpki)) {
+      return yield* fail("issuer private key does not match the issuer certificate")
     }
 
     const cert = new pkijs.Certificate()
@@ -201,7 +211,7 @@ export const issueCertificate = (o: CertificateOptions): Either.Either<Uint8Arra
     })
     cert.subject = buildName(o.subject)
     // The issuer's subject is reused as decoded so its bytes match exactly for chain building.
-    cert.issuer = issuerCert?.subject ?? cert.subject
+    cert.issuer = issuerCert?.name ?? cert.subject
     cert.notBefore = time(o.notBefore)
     cert.notAfter = time(o.notAfter)
     cert.subjectPublicKeyInfo = pkijs.PublicKeyInfo.fromBER(subjectSpki)
@@ -222,13 +232,10 @@ export const issueCertificate = (o: CertificateOptions): Either.Either<Uint8Arra
     }
     if (o.subjectAltName !== undefined) exts.push(yield* buildSan(o.subjectAltName))
     if (o.subjectKeyIdentifier ?? true) {
-      exts.push(ext(EXT.subjectKeyIdentifier, false, ber(new asn1js.OctetString({ valueHex: keyIdentifier(subjectSpki) }))))
+      exts.push(ext(EXT.subjectKeyIdentifier, false, ber(new asn1js.OctetString({ valueHex: yield* keyIdentifier(subjectSpki) }))))
     }
     if (o.authorityKeyIdentifier ?? true) {
-      const issuerSki = issuerCert?.extensions?.find((e) => e.extnID === EXT.subjectKeyIdentifier)
-      const kid = issuerSki !== undefined
-        ? new Uint8Array((asn1js.fromBER(issuerSki.extnValue.valueBlock.valueHexView).result as asn1js.OctetString).valueBlock.valueHexView)
-        : keyIdentifier(signerSpki)
+      const kid = issuerCert?.ski ?? (yield* keyIdentifier(signerSpki))
       const aki = new pkijs.AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: kid }) })
       exts.push(ext(EXT.authorityKeyIdentifier, false, ber(aki.toSchema())))
     }

@@ -8,9 +8,8 @@
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as pkijs from "pkijs"
 import { Clock, Data, Effect, Either } from "effect"
-import { EXT } from "./certificate.js"
+import { pathLenConstraint } from "./der.js"
 import { parseCertificate, parseCertificates, validity } from "./parse.js"
 
 export type ChainFailure =
@@ -107,16 +106,14 @@ export interface ValidChain {
 
 const MAX_DEPTH = 8
 
+// Trust-store certificates are long-lived objects: read their pathLen once.
+const pathLenCache = new WeakMap<crypto.X509Certificate, number | undefined>()
 const pathLenOf = (x: crypto.X509Certificate): number | undefined => {
-  try {
-    const bc = pkijs.Certificate.fromBER(x.raw).extensions?.find((e) => e.extnID === EXT.basicConstraints)?.parsedValue as
-      | pkijs.BasicConstraints
-      | undefined
-    const p = bc?.pathLenConstraint
-    return p === undefined ? undefined : typeof p === "number" ? p : p.valueBlock.valueDec
-  } catch {
-    return undefined // node parsed it already; an unreadable pathLen is treated as absent
-  }
+  if (pathLenCache.has(x)) return pathLenCache.get(x)
+  // node has parsed the certificate already; an unreadable pathLen is treated as absent
+  const p = Either.getOrUndefined(pathLenConstraint(new Uint8Array(x.raw)))
+  pathLenCache.set(x, p)
+  return p
 }
 
 const subjectOf = (x: crypto.X509Certificate): string => x.subject.replace(/\n/g, ", ") || "(empty subject)"
