@@ -7,6 +7,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { Base64 } from "../../schemas/Common.js"
+import { DbBoolean, DbInteger } from "../db/dialect.js"
 
 export class RegistrationRow extends Schema.Class<RegistrationRow>("RegistrationRow")({
   agent_id: Schema.String,
@@ -14,13 +15,11 @@ export class RegistrationRow extends Schema.Class<RegistrationRow>("Registration
   ekcert: Schema.NullOr(Base64),
   aik_tpm: Base64,
   ip: Schema.NullOr(Schema.String),
-  port: Schema.NullOr(Schema.Number),
+  port: Schema.NullOr(DbInteger),
   mtls_cert: Schema.NullOr(Schema.String),
   challenge_key: Schema.String,
-  active: Schema.Union(Schema.Boolean, Schema.Number).pipe(
-    Schema.transform(Schema.Boolean, { strict: true, decode: (v) => v === true || v === 1, encode: (b) => b })
-  ),
-  regcount: Schema.Number
+  active: DbBoolean,
+  regcount: DbInteger
 }) {}
 
 /** What a registration writes (regcount and active are the repository's business). */

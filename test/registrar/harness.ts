@@ -3,7 +3,7 @@
  * certificates for the authorization matrix, SQLite in a temp file (or PostgreSQL), both listeners
  * on free ports, and a raw client that talks to either.
  */
-import { Migrator, SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Context, Effect, Either, Layer, Option, Redacted } from "effect"
@@ -11,7 +11,7 @@ import * as crypto from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import registrarAgents from "../../src/db/migrations/0002_registrar_agents.js"
+import { runMigrations } from "../../src/db/migrate.js"
 import { type ClientTls, rawRequest, type RawResponse } from "../../src/http/client.js"
 import { BoundListeners } from "../../src/http/server.js"
 import { CA_FILES, initCa } from "../../src/pki/ca.js"
@@ -83,11 +83,6 @@ export const makeTestPki = (): TestPki => {
 }
 
 export const removePki = (pki: TestPki) => rmSync(pki.dir, { recursive: true, force: true })
-
-export const runMigrations = Migrator.make({})({
-  loader: Migrator.fromRecord({ "0002_registrar_agents": registrarAgents }),
-  table: "attest_test_registrar_migrations"
-})
 
 /** SQLite file under a temp dir (kept across a restart when the same file is given). */
 export const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient> =>
@@ -225,9 +220,15 @@ export const authTagFor = (secret: Uint8Array, agentId: string): string =>
   crypto.createHmac("sha384", Buffer.from(Buffer.from(secret).toString("base64"), "utf8")).update(agentId).digest("hex")
 
 /** Register + activate with the TPM: the whole agent side of credential activation. */
-export const registerAndActivate = (pki: TestPki, reg: RegistrarUnderTest, tpm: TpmShape, agentId: string) =>
+export const registerAndActivate = (
+  pki: TestPki,
+  reg: RegistrarUnderTest,
+  tpm: TpmShape,
+  agentId: string,
+  existing?: Effect.Effect.Success<ReturnType<typeof agentBody>>
+) =>
   Effect.gen(function*() {
-    const agent = yield* agentBody(tpm)
+    const agent = existing ?? (yield* agentBody(tpm))
     const registered = yield* call(pki, reg, { method: "POST", path: `/v2.6/agents/${agentId}`, port: "http", json: agent.body })
     if (registered.status !== 200) return yield* Effect.dieMessage(`register failed: ${registered.body}`)
     const blob = decodeCredentialFile(new Uint8Array(Buffer.from((registered.json as { results: { blob: string } }).results.blob, "base64")))
