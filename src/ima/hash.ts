@@ -6,10 +6,9 @@ export type { HashAlg } from "../tpm/hashAlg.js"
 export { digestSize } from "../tpm/hashAlg.js"
 
 // crypto.hash (Node ≥ 20.12) skips the Hash object: measurably cheaper for ~100-byte inputs.
+const nodeHash = (crypto as { hash?: unknown }).hash as ((a: string, d: Uint8Array, o: "buffer") => Buffer) | undefined
 const oneShot: ((alg: string, data: Uint8Array) => Buffer) | undefined =
-  typeof (crypto as { hash?: unknown }).hash === "function"
-    ? (alg, data) => (crypto as unknown as { hash: (a: string, d: Uint8Array, o: "buffer") => Buffer }).hash(alg, data, "buffer")
-    : undefined
+  nodeHash === undefined ? undefined : (alg, data) => nodeHash(alg, data, "buffer")
 
 export const hashBytes: (alg: string, data: Uint8Array) => Buffer =
   oneShot ?? ((alg, data) => crypto.createHash(alg).update(data).digest())

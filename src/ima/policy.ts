@@ -16,10 +16,16 @@ export class PolicyCompileError extends Data.TaggedError("PolicyCompileError")<{
   }
 }
 
+/** Allowed digests of one name: the common single digest as a plain string (one compare, no hashing). */
+export type DigestSet = string | ReadonlySet<string>
+export type DigestLookup = ReadonlyMap<string, DigestSet>
+
+export const digestAllowed = (set: DigestSet, hex: string): boolean => (typeof set === "string" ? set === hex : set.has(hex))
+
 export interface CompiledPolicy {
-  readonly digests: ReadonlyMap<string, ReadonlySet<string>>
-  readonly keyrings: ReadonlyMap<string, ReadonlySet<string>>
-  readonly imaBuf: ReadonlyMap<string, ReadonlySet<string>>
+  readonly digests: DigestLookup
+  readonly keyrings: DigestLookup
+  readonly imaBuf: DigestLookup
   /** One RegExp for all excludes, anchored at the start like Python's re.match; undefined when none. */
   readonly exclude: RegExp | undefined
   readonly ignoredKeyrings: ReadonlySet<string>
@@ -35,9 +41,12 @@ const bare = (d: string): string => {
   return (i < 0 ? d : d.slice(i + 1)).toLowerCase()
 }
 
-const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): Map<string, Set<string>> => {
-  const m = new Map<string, Set<string>>()
-  for (const [k, v] of Object.entries(rec)) m.set(k, new Set(v.map(bare)))
+const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): Map<string, DigestSet> => {
+  const m = new Map<string, DigestSet>()
+  for (const [k, v] of Object.entries(rec)) {
+    const set = new Set(v.map(bare))
+    m.set(k, set.size === 1 ? [...set][0]! : set)
+  }
   return m
 }
 

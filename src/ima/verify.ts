@@ -8,7 +8,7 @@ import type * as crypto from "node:crypto"
 import { emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
-import type { CompiledPolicy } from "./policy.js"
+import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
 import { decideStart, type ImaState, initialImaState } from "./state.js"
 
@@ -59,6 +59,11 @@ const hexEquals = (text: string, at: number, d: Uint8Array): boolean => {
   return true
 }
 
+const isHexRange = (s: string, a: number, b: number): boolean => {
+  for (let i = a; i < b; i++) if (nibble(s.charCodeAt(i)) < 0) return false
+  return true
+}
+
 const isZeros = (s: string, a: number, b: number): boolean => {
   for (let i = a; i < b; i++) if (s.charCodeAt(i) !== 48) return false
   return true
@@ -93,6 +98,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   const sizes = banks.map(digestSize)
   const extendBufs = sizes.map((n) => Buffer.alloc(2 * n))
   const ff = sizes.map((n) => Buffer.alloc(n, 0xff))
+  const pths: Array<Buffer> = ff.slice()
   const targets: Array<Buffer | undefined> = banks.map((b) => {
     const q = quoted[b]
     return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength)
@@ -131,18 +137,19 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   let pos = 0
 
   /** Keylime `_validate_ima_ng` against one of the policy's maps; returns true when it passes. */
-  const checkNg = (map: ReadonlyMap<string, ReadonlySet<string>>, line: number, digestHex: string): boolean => {
+  const checkNg = (map: DigestLookup, line: number, digestHex: string): boolean => {
     if (policy === undefined) return true
     const name = f.name
-    if (policy.exclude !== undefined && policy.exclude.test(name)) return true
+    // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
     const allowed = map.get(name)
-    if (allowed !== undefined && allowed.has(digestHex)) return true
+    if (allowed !== undefined && digestAllowed(allowed, digestHex)) return true
+    if (policy.exclude !== undefined && policy.exclude.test(name)) return true
     const hex = digestHex.toLowerCase()
     if (allowed === undefined && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
       failures.push(failure(FailureType.notInAllowlist, `File not found in allowlist: ${name} (entry ${line})`, line, name))
       return false
     }
-    if (allowed?.has(hex) === true || (name === "boot_aggregate" && extraBoot.has(hex))) return true
+    if ((allowed !== undefined && digestAllowed(allowed, hex)) || (name === "boot_aggregate" && extraBoot.has(hex))) return true
     failures.push(
       failure(FailureType.runtimePolicyHash, `Hash not found in runtime policy: ${name} has ${f.digestAlg}:${hex} (entry ${line})`, line, name)
     )
@@ -160,31 +167,42 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     pos = nl + 1
     count++
     const lineNo = input.startEntry + count
-    const reason = parseLineInto(text, lineStart, nl, tb, f)
-    if (reason !== undefined) {
-      const shown = text.slice(lineStart, Math.min(nl, lineStart + 200))
-      failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${shown}`, lineNo))
-      continue
-    }
+    // Column 2's hex is checked only when it does not match (below): saves a pass over every line.
+    let reason = parseLineInto(text, lineStart, nl, tb, f, false)
     // A plain view is cheaper to make than Buffer#subarray; crypto.hash takes any Uint8Array.
-    const data = new Uint8Array(tb.buf.buffer, tb.buf.byteOffset, f.length)
+    const data = reason === undefined ? new Uint8Array(tb.buf.buffer, tb.buf.byteOffset, f.length) : undefined
     const thLen = f.thEnd - f.thStart
-    const tomtou = text.charCodeAt(f.thStart) === 48 && isZeros(text, f.thStart, f.thEnd)
+    const tomtou = data !== undefined && text.charCodeAt(f.thStart) === 48 && isZeros(text, f.thStart, f.thEnd)
     // Column 2 is hashed with the policy's log_hash_alg; a column of another digest length (e.g. the
     // kernel's ascii_runtime_measurements_sha256) is checked with the algorithm of that length.
     const thAlg = thLen === logHexLen ? logAlg : hashAlgFromHexLength(thLen)
     let thDigest: Buffer | undefined
-    for (let i = 0; i < nb; i++) {
-      let pth: Buffer
-      if (tomtou) pth = ff[i]!
-      else {
-        pth = hashBytes(banks[i]!, data)
-        if (banks[i] === thAlg) thDigest = pth
+    let hashOk = false
+    if (data !== undefined) {
+      for (let i = 0; i < nb; i++) {
+        if (tomtou) pths[i] = ff[i]!
+        else {
+          const pth = hashBytes(banks[i]!, data)
+          pths[i] = pth
+          if (banks[i] === thAlg) thDigest = pth
+        }
       }
+      if (!tomtou && thAlg !== undefined) {
+        thDigest ??= hashBytes(thAlg, data)
+        hashOk = hexEquals(text, f.thStart, thDigest)
+      }
+      if (!tomtou && !hashOk && !isHexRange(text, f.thStart, f.thEnd)) reason = `template hash '${text.slice(f.thStart, f.thEnd)}' is not hex`
+    }
+    if (reason !== undefined) {
+      // Keylime: an unparsable line is reported and not extended.
+      const shown = text.slice(lineStart, Math.min(nl, lineStart + 200))
+      failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${shown}`, lineNo))
+      continue
+    }
+    for (let i = 0; i < nb; i++) {
       const eb = extendBufs[i]!
-      const n = sizes[i]!
       eb.set(running[i]!, 0)
-      eb.set(pth, n)
+      eb.set(pths[i]!, sizes[i]!)
       running[i] = hashBytes(banks[i]!, eb)
     }
     let valid = true
@@ -198,18 +216,11 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
         failures.push(failure(FailureType.tomtou, `hash validation was skipped (ToMToU/violation entry ${lineNo}: ${f.name})`, lineNo, f.name))
       }
       valid = false
-    } else {
-      let ok = false
-      if (thAlg !== undefined) {
-        thDigest ??= hashBytes(thAlg, data)
-        ok = hexEquals(text, f.thStart, thDigest)
-      }
-      if (!ok) {
-        failures.push(
-          failure(FailureType.imaHash, `IMA template hash does not match the calculated hash (entry ${lineNo}: ${f.name})`, lineNo, f.name)
-        )
-        valid = false
-      }
+    } else if (!hashOk) {
+      failures.push(
+        failure(FailureType.imaHash, `IMA template hash does not match the calculated hash (entry ${lineNo}: ${f.name})`, lineNo, f.name)
+      )
+      valid = false
     }
     if (valid) {
       switch (f.template) {
@@ -296,4 +307,4 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   return { failures, state, matchedEntries, entries: count, pcrs: endPcrs, retry: false }
 }
 
-const emptyMap: ReadonlyMap<string, ReadonlySet<string>> = new Map()
+const emptyMap: DigestLookup = new Map()
