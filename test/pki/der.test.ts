@@ -41,9 +41,10 @@ describe("DER certificate fields", () => {
         const flipped = ek.slice()
         flipped[at] = flipped[at]! ^ xor
         for (const input of [ek.slice(0, at), flipped, random]) {
-          for (const r of [certificateFields(input), pathLenConstraint(input), subjectKeyIdentifier(input)]) {
-            if (Either.isLeft(r) && r.left._tag !== "PkiError") return false
-          }
+          const results: ReadonlyArray<Either.Either<unknown, { _tag: string }>> = [
+            certificateFields(input), pathLenConstraint(input), subjectKeyIdentifier(input)
+          ]
+          if (results.some((r) => Either.isLeft(r) && r.left._tag !== "PkiError")) return false
         }
         return Either.isLeft(certificateFields(ek.slice(0, at)))
       }
