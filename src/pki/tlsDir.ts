@@ -7,9 +7,11 @@
  * are `default` (the file of the layout) or a path, relative paths being relative to the tls dir.
  */
 import * as path from "node:path"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { CA_FILES, DEFAULT_CA_DIR, initCa } from "./ca.js"
+import { type TrustStore, trustStoreOf } from "./chain.js"
 import { CaError, exists, readText } from "./files.js"
+import { parseCertificates } from "./parse.js"
 
 export interface ServerTlsOptions {
   readonly tlsDir: string
@@ -89,3 +91,30 @@ export const resolveClientTls = Effect.fn("Tls.resolveClient")(function*(o: Clie
     cas.map((c) => resolveFile(dir, c, CA_FILES.caCert))
   )
 })
+
+/** The TLS options of a verifier or registrar config section (snake_case as in the file). */
+export const serverTlsOptionsOf = (c: {
+  readonly tls_dir: string
+  readonly server_key: string
+  readonly server_cert: string
+  readonly trusted_client_ca: ReadonlyArray<string>
+  readonly ca_dir: string
+  readonly ip: string
+}): ServerTlsOptions => ({
+  tlsDir: c.tls_dir,
+  serverKey: c.server_key,
+  serverCert: c.server_cert,
+  trustedClientCa: c.trusted_client_ca,
+  caDir: c.ca_dir,
+  // a listener on all interfaces names no useful address for the certificate
+  serverNames: c.ip === "0.0.0.0" || c.ip === "::" ? [] : [c.ip]
+})
+
+/** Trust store of `TlsMaterial.ca` (every certificate of every PEM), for `isAdminCertificate`. */
+export const trustStoreOfMaterial = (m: TlsMaterial): Effect.Effect<TrustStore, CaError> =>
+  Effect.forEach(m.ca, (pem, i) => {
+    const parsed = parseCertificates(new TextEncoder().encode(pem))
+    return Either.isLeft(parsed)
+      ? Effect.fail(new CaError({ message: `${m.files.ca[i]}: ${parsed.left.reason}`, file: m.files.ca[i] ?? "" }))
+      : Effect.succeed(parsed.right)
+  }).pipe(Effect.map((lists) => trustStoreOf(lists.flat(), m.files.ca.join(", "))))

@@ -10,7 +10,9 @@ import { isAdminCertificate } from "../../src/pki/admin.js"
 import { CA_FILES, initCa, issueAdmin } from "../../src/pki/ca.js"
 import { EKU, generateKeyPair, issueCertificate } from "../../src/pki/certificate.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
-import { resolveClientTls, resolveServerTls } from "../../src/pki/tlsDir.js"
+import { resolveClientTls, resolveServerTls, serverTlsOptionsOf, trustStoreOfMaterial } from "../../src/pki/tlsDir.js"
+import { sectionDefaults } from "../../src/config/load.js"
+import { registrarSection } from "../../src/config/sections.js"
 
 const freshDir = () => join(mkdtempSync(join(tmpdir(), "attest-ca-")), "cv_ca")
 const mode = (f: string) => statSync(f).mode & 0o777
@@ -103,9 +105,9 @@ describe("TLS material resolution", () => {
   it.live("generated material serves mTLS: the admin client is authorized and recognised as admin", () =>
     Effect.gen(function*() {
       const caDir = freshDir()
-      const server = yield* resolveServerTls({
-        tlsDir: "generate", serverKey: "default", serverCert: "default", trustedClientCa: ["default"], caDir
-      })
+      const registrar = sectionDefaults(registrarSection, { tls_dir: "generate", ca_dir: caDir, ip: "10.1.2.3" })
+      const server = yield* resolveServerTls(serverTlsOptionsOf(registrar))
+      expect(new crypto.X509Certificate(server.cert).checkIP("10.1.2.3")).toBe("10.1.2.3")
       const client = yield* resolveClientTls({
         tlsDir: "default", clientKey: "default", clientCert: "default", trustedServerCa: ["default"], caDir
       })
@@ -123,7 +125,7 @@ describe("TLS material resolution", () => {
         })
       })
       expect(seen.authorized).toBe(true)
-      const store = trustStoreOf(server.ca.map((p) => new crypto.X509Certificate(p)))
+      const store = yield* trustStoreOfMaterial(server)
       const admin = isAdminCertificate(new Uint8Array(seen.raw), store, new Date())
       expect(Either.isRight(admin) && admin.right.identity).toBe("client")
     }))
