@@ -1,0 +1,66 @@
+/**
+ * The `[registrar]` section → a running registrar: TLS material as Keylime resolves it (tls_dir
+ * generate/default/path, server_key, server_cert, trusted_client_ca), the EK trust store
+ * directory, the database (SQLite under data_dir or database_url), the two listeners.
+ * Unsupported values are start-up errors that name the option.
+ */
+import { Effect, Layer, Schema } from "effect"
+import * as fs from "node:fs"
+import type { RegistrarOptions } from "../config/sections.js"
+import { emptyTrustStore, loadTrustStore } from "../pki/chain.js"
+import { resolveServerTls } from "../pki/tlsDir.js"
+import { DbLive } from "../../layers/Sql.js"
+import type { TpmIdentityPolicy } from "./registration.js"
+import { RegistrarServerLive, type RegistrarServerOptions } from "./Server.js"
+
+/** A registrar option that cannot be used; the message names it. */
+export class RegistrarStartError extends Schema.TaggedError<RegistrarStartError>()("RegistrarStartError", {
+  message: Schema.String
+}) {}
+
+const tpmIdentity = (value: string): Effect.Effect<TpmIdentityPolicy, RegistrarStartError> =>
+  value === "default" || value === "ek_cert"
+    ? Effect.succeed(value)
+    : Effect.fail(
+      new RegistrarStartError({ message: `tpm_identity = ${value} is not supported: attest's registrar checks EK identities only (default or ek_cert)` })
+    )
+
+export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfig")(function*(c: RegistrarOptions) {
+  const policy = yield* tpmIdentity(c.tpm_identity)
+  const tls = yield* resolveServerTls({
+    tlsDir: c.tls_dir,
+    serverKey: c.server_key,
+    serverCert: c.server_cert,
+    trustedClientCa: c.trusted_client_ca,
+    caDir: c.ca_dir,
+    serverNames: [c.ip]
+  }).pipe(Effect.mapError((e) => new RegistrarStartError({ message: `registrar TLS (tls_dir ${c.tls_dir}): ${e.message}` })))
+  const ekTrustStore = fs.existsSync(c.ek_ca_dir)
+    ? yield* loadTrustStore(c.ek_ca_dir).pipe(
+      Effect.mapError((e) => new RegistrarStartError({ message: `ek_ca_dir ${c.ek_ca_dir}: ${e.message}` }))
+    )
+    : emptyTrustStore(c.ek_ca_dir)
+  if (ekTrustStore.anchors.length === 0) {
+    yield* Effect.logWarning(
+      `ek_ca_dir ${c.ek_ca_dir} holds no TPM manufacturer CA certificate: every registration with an EK certificate will be refused`
+    )
+  }
+  const options: RegistrarServerOptions = {
+    host: c.ip,
+    port: c.port,
+    tlsPort: c.tls_port,
+    tls: { key: tls.key, cert: tls.cert, clientCa: tls.ca.join("\n") },
+    ekTrustStore,
+    tpmIdentity: policy,
+    authorizationProvider: c.authorization_provider,
+    maxBodyBytes: c.max_body_size
+  }
+  return options
+})
+
+/** The registrar with its database, from its config section. */
+export const RegistrarFromConfig = (c: RegistrarOptions) =>
+  Layer.unwrapEffect(
+    Effect.map(registrarOptionsFromSection(c), (options) =>
+      RegistrarServerLive(options).pipe(Layer.provide(DbLive(c, "registrar"))))
+  )
