@@ -1,6 +1,7 @@
 /** What `attest ca list` shows for each certificate file of a CA directory. */
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { EKU } from "./certificate.js"
 import { CaError, listFiles } from "./files.js"
 import { parseCertificates, validity } from "./parse.js"
@@ -26,14 +27,15 @@ export const listCertificates = (dir: string, now: Date) =>
   Effect.gen(function*() {
     const out: Array<Either.Either<CertificateSummary, { file: string; reason: string }>> = []
     for (const file of yield* listFiles(dir)) {
-      if (/private|public/.test(file) && !/\.crt$|\.cer$/.test(file)) continue
+      const base = path.basename(file)
+      if (/private|public/.test(base) && !/\.crt$|\.cer$/.test(base)) continue
       const bytes = yield* Effect.try({
         try: () => new Uint8Array(fs.readFileSync(file)),
         catch: (cause) => new CaError({ message: `cannot read ${file}: ${String(cause)}`, file })
       })
       const parsed = parseCertificates(bytes)
       if (Either.isLeft(parsed)) {
-        if (/\.(crt|cer|pem|der)$/.test(file)) out.push(Either.left({ file, reason: parsed.left.reason }))
+        if (/\.(crt|cer|pem|der)$/.test(base)) out.push(Either.left({ file, reason: parsed.left.reason }))
         continue
       }
       for (const x of parsed.right) {

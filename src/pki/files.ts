@@ -13,10 +13,14 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 
 export const exists = (file: string): Effect.Effect<boolean> => Effect.sync(() => fs.existsSync(file))
 
-/** Creates `dir` (and parents) with mode 0700; tightens an existing directory we own to 0700. */
+/**
+ * Creates `dir` (and parents) with mode 0700 (exactly, whatever the umask). An existing directory
+ * keeps its mode: an operator may point --dir at a directory they manage themselves.
+ */
 export const ensurePrivateDir = (dir: string): Effect.Effect<void, CaError> =>
   Effect.try({
     try: () => {
+      if (fs.existsSync(dir)) return
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
       fs.chmodSync(dir, 0o700)
     },

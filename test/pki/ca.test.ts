@@ -39,6 +39,17 @@ describe("server components CA", () => {
       expect(client.keyUsage).toEqual([EKU.clientAuth])
     }))
 
+  it.live("leaves the mode of an existing directory alone (an operator's own directory)", () =>
+    Effect.gen(function*() {
+      const dir = freshDir()
+      const { chmodSync, mkdirSync } = yield* Effect.promise(() => import("node:fs"))
+      mkdirSync(dir)
+      chmodSync(dir, 0o750)
+      yield* initCa({ dir, keyKind: "ec-p256" })
+      expect(mode(dir)).toBe(0o750)
+      expect(mode(join(dir, "ca-private.pem"))).toBe(0o600)
+    }))
+
   it.live("is idempotent: a second run reuses the CA and certificates byte for byte", () =>
     Effect.gen(function*() {
       const dir = freshDir()
