@@ -19,10 +19,9 @@ const MAX_BY_BYTES = 1024
 
 const keyError = (message: string) => Either.left(new QuoteVerifyError({ check: "key", message }))
 
-const resolveParsed = (pub: TpmtPublic, requireRestricted: boolean): Either.Either<ResolvedAk, QuoteVerifyError> => {
-  if (requireRestricted && !isRestrictedSigningKey(pub)) {
-    return keyError("the AK is not a restricted signing key, so it could sign forged attestation data")
-  }
+const restrictedError = () => keyError("the AK is not a restricted signing key, so it could sign forged attestation data")
+
+const resolveParsed = (pub: TpmtPublic): Either.Either<ResolvedAk, QuoteVerifyError> => {
   const key = publicKeyOf(pub)
   if (Either.isLeft(key)) return keyError(`AK public area: ${key.left.message}`)
   return Either.right({ public: pub, key: key.right })
@@ -34,30 +33,28 @@ const resolveParsed = (pub: TpmtPublic, requireRestricted: boolean): Either.Eith
  * TPM_GENERATED_VALUE, which is what makes a TPMS_ATTEST trustworthy.
  */
 export const resolveAk = (ak: TpmtPublic | Uint8Array, requireRestricted = true): Either.Either<ResolvedAk, QuoteVerifyError> => {
-  const hit = byObject.get(ak)
-  if (hit !== undefined) return requireRestricted && !isRestrictedSigningKey(hit.public) ? resolveParsed(hit.public, true) : Either.right(hit)
-  let resolved: Either.Either<ResolvedAk, QuoteVerifyError>
+  const found = byObject.get(ak) ?? (ak instanceof Uint8Array ? byBytes.get(toBase64(ak)) : undefined)
+  if (found !== undefined) {
+    // A hit returns the cached KeyObject itself: rebuilding it is the cost the cache exists to avoid.
+    byObject.set(ak, found)
+    return requireRestricted && !isRestrictedSigningKey(found.public) ? restrictedError() : Either.right(found)
+  }
+  let pub: TpmtPublic
   if (ak instanceof Uint8Array) {
-    const k = toBase64(ak)
-    const cached = byBytes.get(k)
-    if (cached !== undefined) {
-      resolved = requireRestricted ? resolveParsed(cached.public, true) : Either.right(cached)
-      if (Either.isRight(resolved)) byObject.set(ak, resolved.right)
-      return resolved
+    const parsed = parseTpm2bPublic(ak)
+    if (Either.isLeft(parsed)) {
+      return keyError(`AK TPM2B_PUBLIC: ${parsed.left.message} (${parsed.left.structure} at ${parsed.left.offset})`)
     }
-    const pub = parseTpm2bPublic(ak)
-    if (Either.isLeft(pub)) return keyError(`AK TPM2B_PUBLIC: ${pub.left.message} (${pub.left.structure} at ${pub.left.offset})`)
-    resolved = resolveParsed(pub.right, false)
-    if (Either.isRight(resolved)) {
-      if (byBytes.size >= MAX_BY_BYTES) byBytes.clear()
-      byBytes.set(k, resolved.right)
-    }
+    pub = parsed.right
   } else {
-    resolved = resolveParsed(ak, false)
+    pub = ak
   }
-  if (Either.isRight(resolved)) {
-    byObject.set(ak, resolved.right)
-    if (requireRestricted && !isRestrictedSigningKey(resolved.right.public)) return resolveParsed(resolved.right.public, true)
+  const resolved = resolveParsed(pub)
+  if (Either.isLeft(resolved)) return resolved
+  byObject.set(ak, resolved.right)
+  if (ak instanceof Uint8Array) {
+    if (byBytes.size >= MAX_BY_BYTES) byBytes.clear()
+    byBytes.set(toBase64(ak), resolved.right)
   }
-  return resolved
+  return requireRestricted && !isRestrictedSigningKey(pub) ? restrictedError() : resolved
 }
