@@ -4,7 +4,7 @@
  * configurable address and stopped with its scope. In front of the app: the body-size limit, the
  * version prefix, trailing-slash normalisation and the envelope for every answer.
  */
-import { HttpApiBuilder, type HttpApp, HttpServer, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
@@ -162,9 +162,7 @@ export const serveApi = (options: PlatformOptions) =>
           tls,
           url: `${tls ? "https" : "http"}://${host}:${address.port}`
         })
-        yield* Effect.logInfo(
-          `${listenerOptions.name} listening on ${HttpServer.formatAddress(server.address)}${tls ? " (TLS)" : ""}`
-        )
+        yield* Effect.logInfo(`${listenerOptions.name} listening on ${bound.get(listenerOptions.name)!.url}`)
       }
       return bound as ReadonlyMap<string, BoundListener>
     })
