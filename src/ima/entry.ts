@@ -22,8 +22,21 @@ export class ImaParseError extends Data.TaggedError("ImaParseError")<{
 /** Growable scratch buffer for template data: one per evaluation, not per entry. */
 export class TemplateBuffer {
   buf: Buffer = Buffer.allocUnsafe(4096)
+  private views: Array<Uint8Array | undefined> = []
   ensure(n: number): void {
-    if (n > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(n, this.buf.length * 2))
+    if (n > this.buf.length) {
+      this.buf = Buffer.allocUnsafe(Math.max(n, this.buf.length * 2))
+      this.views = []
+    }
+  }
+  /** The first `n` bytes as a view, cached per length: template lengths repeat, so the hot loop allocates none. */
+  view(n: number): Uint8Array {
+    let v = this.views[n]
+    if (v === undefined) {
+      v = new Uint8Array(this.buf.buffer, this.buf.byteOffset, n)
+      this.views[n] = v
+    }
+    return v
   }
 }
 
@@ -36,7 +49,9 @@ export interface EntryFields {
   thEnd: number
   template: TemplateName
   digestAlg: string
-  digestHex: string
+  /** Digest hex as offsets into the text; `digestHexOf` slices it when needed. */
+  hexStart: number
+  hexEnd: number
   name: string
   /** sig (ima-sig) or buf (ima-buf) as hex, "" when absent. */
   extraHex: string
@@ -56,7 +71,8 @@ export const emptyFields = (): EntryFields => ({
   thEnd: 0,
   template: "ima-ng",
   digestAlg: "",
-  digestHex: "",
+  hexStart: 0,
+  hexEnd: 0,
   name: "",
   extraHex: "",
   length: 0,
@@ -177,30 +193,28 @@ export const parseLineInto = (
   let colon = line.indexOf(":", d0)
   if (colon >= d1) colon = -1
   let alg: string
-  let hex: string
   let hexAt: number
   if (colon < 0) {
-    hex = line.slice(d0, d1)
     hexAt = d0
-    alg = hex.length === 40 ? "sha1" : hex.length === 32 ? "md5" : ""
-    if (alg === "") return `digest '${hex}' has no algorithm and is not a sha1 or md5 digest`
+    alg = d1 - d0 === 40 ? "sha1" : d1 - d0 === 32 ? "md5" : ""
+    if (alg === "") return `digest '${line.slice(d0, d1)}' has no algorithm and is not a sha1 or md5 digest`
   } else {
     const second = line.indexOf(":", colon + 1)
     if (second >= 0 && second < d1) return `digest '${line.slice(d0, d1)}' has more than one ':'`
     alg = colon - d0 === 6 && line.startsWith("sha256", d0) ? "sha256" : line.slice(d0, colon)
-    hex = line.slice(colon + 1, d1)
     hexAt = colon + 1
   }
   out.digestAlg = alg
-  out.digestHex = hex
+  out.hexStart = hexAt
+  out.hexEnd = d1
   const nameMax = out.name.length * 3
-  tb.ensure(alg.length + hex.length + nameMax + out.extraHex.length + 300)
+  tb.ensure(alg.length + (d1 - hexAt) + nameMax + out.extraHex.length + 300)
   const buf = tb.buf
   let off = 0
   if (template === "ima") {
     out.digestStart = 0
     const n = decodeHexAt(line, hexAt, d1, buf, 0)
-    if (n < 0) return `digest '${alg}:${hex}' is not valid hex`
+    if (n < 0) return `digest '${line.slice(d0, d1)}' is not valid hex`
     out.digestLength = n
     off = n
     const nameLen = writeUtf8At(line, d1 + 1, nameEnd, buf, off)
@@ -219,7 +233,7 @@ export const parseLineInto = (
   buf[off++] = 0
   out.digestStart = off
   const n = decodeHexAt(line, hexAt, d1, buf, off)
-  if (n < 0) return `digest '${alg}:${hex}' is not valid hex`
+  if (n < 0) return `digest '${line.slice(d0, d1)}' is not valid hex`
   out.digestLength = n
   off += n
   buf.writeUInt32LE(off - 4, 0)
@@ -244,6 +258,8 @@ export const parseLineInto = (
   out.length = off + 4 + e
   return undefined
 }
+
+export const digestHexOf = (text: string, f: EntryFields): string => text.slice(f.hexStart, f.hexEnd)
 
 /** An entry as an immutable value, with a copy of its template data. */
 export interface ImaEntry {

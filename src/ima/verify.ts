@@ -5,7 +5,7 @@
  * Effect, one reused template buffer, one-shot hashes.
  */
 import type * as crypto from "node:crypto"
-import { emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
+import { digestHexOf, emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
 import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
@@ -137,12 +137,18 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   let pos = 0
 
   /** Keylime `_validate_ima_ng` against one of the policy's maps; returns true when it passes. */
-  const checkNg = (map: DigestLookup, line: number, digestHex: string): boolean => {
+  const checkNg = (map: DigestLookup, line: number): boolean => {
     if (policy === undefined) return true
     const name = f.name
     // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
     const allowed = map.get(name)
-    if (allowed !== undefined && digestAllowed(allowed, digestHex)) return true
+    if (allowed !== undefined) {
+      // the usual single digest is compared in place, without slicing the line
+      if (typeof allowed === "string") {
+        if (allowed.length === f.hexEnd - f.hexStart && text.startsWith(allowed, f.hexStart)) return true
+      } else if (allowed.has(digestHexOf(text, f))) return true
+    }
+    const digestHex = digestHexOf(text, f)
     if (policy.exclude !== undefined && policy.exclude.test(name)) return true
     const hex = digestHex.toLowerCase()
     if (allowed === undefined && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
@@ -170,7 +176,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     // Column 2's hex is checked only when it does not match (below): saves a pass over every line.
     let reason = parseLineInto(text, lineStart, nl, tb, f, false)
     // A plain view is cheaper to make than Buffer#subarray; crypto.hash takes any Uint8Array.
-    const data = reason === undefined ? new Uint8Array(tb.buf.buffer, tb.buf.byteOffset, f.length) : undefined
+    const data = reason === undefined ? tb.view(f.length) : undefined
     const thLen = f.thEnd - f.thStart
     const tomtou = data !== undefined && text.charCodeAt(f.thStart) === 48 && isZeros(text, f.thStart, f.thEnd)
     // Column 2 is hashed with the policy's log_hash_alg; a column of another digest length (e.g. the
@@ -201,8 +207,14 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     }
     for (let i = 0; i < nb; i++) {
       const eb = extendBufs[i]!
-      eb.set(running[i]!, 0)
-      eb.set(pths[i]!, sizes[i]!)
+      const r = running[i]!
+      const p = pths[i]!
+      const n = sizes[i]!
+      // 20–64 bytes: a JS loop is cheaper than TypedArray#set's call overhead
+      for (let k = 0; k < n; k++) {
+        eb[k] = r[k]!
+        eb[n + k] = p[k]!
+      }
       running[i] = hashBytes(banks[i]!, eb)
     }
     let valid = true
@@ -226,7 +238,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       switch (f.template) {
         case "ima":
         case "ima-ng":
-          checkNg(policy?.digests ?? emptyMap, lineNo, f.digestHex)
+          checkNg(policy?.digests ?? emptyMap, lineNo)
           break
         case "ima-sig":
           validateSig(lineNo)
@@ -253,7 +265,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       if (keyring.verify(sig, digest)) return
     }
     if (policy !== undefined) {
-      checkNg(policy.digests, lineNo, f.digestHex)
+      checkNg(policy.digests, lineNo)
       return
     }
     if (keyring.size === 0) return
@@ -271,10 +283,10 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       }
       const ignored = policy?.ignoredKeyrings
       if (ignored !== undefined && (ignored.has("*") || ignored.has(name))) return
-      if (checkNg(policy?.keyrings ?? emptyMap, lineNo, f.digestHex)) keyring.learn(name, key)
+      if (checkNg(policy?.keyrings ?? emptyMap, lineNo)) keyring.learn(name, key)
       return
     }
-    checkNg(policy?.imaBuf ?? emptyMap, lineNo, f.digestHex)
+    checkNg(policy?.imaBuf ?? emptyMap, lineNo)
   }
 
   if (!found) {
