@@ -28,6 +28,7 @@ export interface UpOptions {
   readonly registrarPort: number
   readonly registrarTlsPort: number
   readonly agentPort: number
+  readonly verbose: boolean
 }
 
 const readAgentId = (dir: string): string => {
@@ -110,7 +111,7 @@ export const up = (o: UpOptions) =>
     Effect.scoped,
     Effect.ensuring(Console.log("attest up: stopped")),
     // the summary lines above are the interface; component logs only when something goes wrong
-    Logger.withMinimumLogLevel(LogLevel.Error)
+    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Error)
   )
 
 export const upCommand = Command.make(
@@ -121,6 +122,7 @@ export const upCommand = Command.make(
     host: Options.text("host").pipe(Options.withDescription("loopback address to listen on"), Options.withDefault("127.0.0.1")),
     registrarPort: Options.integer("registrar-port").pipe(Options.withDescription("registrar HTTP port (0: any free port)"), Options.withDefault(8890)),
     registrarTlsPort: Options.integer("registrar-tls-port").pipe(Options.withDescription("registrar HTTPS port (0: any free port)"), Options.withDefault(8891)),
+    verbose: Options.boolean("verbose").pipe(Options.withDescription("also print every component's log lines")),
     agentPort: Options.integer("agent-port").pipe(Options.withDescription("first agent's HTTPS port; the others follow (0: any free ports)"), Options.withDefault(9002))
   },
   (o) => up(o).pipe(Effect.tapError((e) => Console.error(`attest up: ${"message" in e ? e.message : String(e)}`)))

@@ -97,6 +97,7 @@ describe("attest up", () => {
         const agentLines = first.lines.filter((l) => /^agent \d  /.test(l.text))
         expect(agentLines).toHaveLength(3)
         // every agent registered within 5 s of the registrar listening
+        console.log(`attest up: agents registered ${agentLines.map((l) => Math.round(l.at - listening.at)).join(", ")} ms after the registrar listened`)
         for (const l of agentLines) expect(l.at - listening.at).toBeLessThan(5000)
         expect(ready.at - listening.at).toBeLessThan(5000)
         expect(first.lines.some((l) => l.text.startsWith("admin certificate ") && l.text.includes("client-cert.crt"))).toBe(true)
