@@ -79,6 +79,10 @@ export const agentCommand = Command.make(
     Effect.gen(function*() {
       const section = yield* AgentConfig.pipe(Effect.provide(AgentConfig.layer), Effect.provide(ConfigSources.fromFile(config)))
       const options = yield* agentOptionsFromSection(section)
+      yield* Effect.try({
+        try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
+        catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
+      })
       const simulated = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system")) === "simulated"
       if (tpm === "simulator" || simulated) yield* Effect.logWarning(SIMULATED_WARNING)
       const tpmLayer = tpm === "simulator"
