@@ -19,9 +19,14 @@ export const isAgentId = Schema.is(AgentId)
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-/** Standard base64 with padding, as text (the wire form is kept so records echo what was sent). */
+/**
+ * Canonical standard base64 with padding, as text (the wire form is kept so records echo what was
+ * sent). Canonical: unused trailing bits are zero, so one text means exactly one byte string.
+ */
 export const Base64 = Schema.String.pipe(
-  Schema.filter((s) => BASE64.test(s), { message: () => "is not valid base64" }),
+  Schema.filter((s) => BASE64.test(s) && Buffer.from(s, "base64").toString("base64") === s, {
+    message: () => "is not valid base64"
+  }),
   Schema.brand("Base64")
 ).annotations({ identifier: "Base64" })
 export type Base64 = typeof Base64.Type

@@ -151,7 +151,8 @@ export const serveApi = (options: PlatformOptions) =>
           port: listenerOptions.port
         })
         const listener: Listener = { name: listenerOptions.name, tls: listenerOptions.tls !== undefined }
-        yield* server.serve(app, platformMiddleware(options, listener))
+        // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
+        yield* server.serve(platformMiddleware(options, listener)(app))
         const address = nodeServer.address() as AddressInfo
         const tls = listenerOptions.tls !== undefined
         const host = address.family === "IPv6" ? `[${address.address}]` : address.address
