@@ -1,6 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as crypto from "node:crypto"
 import { Either, FastCheck as fc } from "effect"
-import { parseAllowlistText } from "../../schemas/RuntimePolicy.js"
+import { decodeRuntimePolicyJson, parseAllowlistText } from "../../schemas/RuntimePolicy.js"
+import { decodeDsseEnvelopeJson, signEnvelope, verifyEnvelope } from "../../src/ima/dsse.js"
+import { readVectorText } from "../support/vectors.js"
 import { parseEntry, parseList } from "../../src/ima/entry.js"
 import { decodeImaState, encodeImaState } from "../../src/ima/state.js"
 import { verifyIma } from "../../src/ima/verify.js"
@@ -99,6 +102,39 @@ describe("IMA parser and engine under random input", () => {
         const r = parseAllowlistText(s)
         if (Either.isLeft(r)) expect(r.left.line).toBeGreaterThan(0)
       })
+    )
+  })
+})
+
+describe("DSSE and policy codecs under random input", () => {
+  const priv = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey
+  const pub = crypto.createPublicKey(priv)
+  it("sign → verify round-trips any payload; any flipped payload or signature byte is rejected", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.nat(), (payload, at) => {
+        const env = Either.getOrThrow(signEnvelope(payload, priv))
+        expect(Buffer.from(Either.getOrThrow(verifyEnvelope(env, pub)))).toEqual(Buffer.from(payload))
+        const p = Buffer.from(payload)
+        p[at % p.length]! ^= 1 + (at % 255)
+        expect(Either.isLeft(verifyEnvelope({ ...env, payload: p.toString("base64") }, pub))).toBe(true)
+        const sig = Buffer.from(env.signatures[0]!.sig, "base64")
+        sig[at % sig.length]! ^= 0x40
+        expect(Either.isLeft(verifyEnvelope({ ...env, signatures: [{ sig: sig.toString("base64") }] }, pub))).toBe(true)
+      }),
+      { numRuns: 100 }
+    )
+  })
+  it("truncated policy JSON and envelopes end in typed errors, never exceptions", () => {
+    const text = readVectorText("keylime", "test", "data", "runtime-policy-test-signed.json")
+    const policyText = readVectorText("keylime", "test", "data", "runtime-policy-test.json").trim()
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: policyText.length - 2 }), (n) => {
+        const p = decodeRuntimePolicyJson(policyText.slice(0, n))
+        expect(Either.isLeft(p) && p.left._tag === "ParseError").toBe(true)
+        const e = decodeDsseEnvelopeJson(text.slice(0, Math.min(n, text.length - 2)))
+        expect(Either.isLeft(e)).toBe(true)
+      }),
+      { numRuns: 300 }
     )
   })
 })
