@@ -10,7 +10,11 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
-import { rawRequest } from "../../src/http/client.js"
+import { HttpApiClient, HttpClient } from "@effect/platform"
+import { AgentId } from "../../schemas/Common.js"
+import { Forbidden, NotFound } from "../../schemas/Envelope.js"
+import { makeHttpsClient, rawRequest } from "../../src/http/client.js"
+import { RegistrarApi } from "../../src/registrar/Api.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import {
@@ -94,6 +98,23 @@ describe("registrar authorization matrix", () => {
           })
         }
       }))
+
+    it.effect("gives the tenant a typed client over mTLS that decodes the envelope and its errors", () =>
+      Effect.gen(function*() {
+        const reg = yield* TestRegistrar
+        const admin = yield* HttpApiClient.make(RegistrarApi, { baseUrl: `${reg.httpsUrl}/v2.6` }).pipe(
+          Effect.provideServiceEffect(HttpClient.HttpClient, makeHttpsClient(pki.clients.admin))
+        )
+        const list = yield* admin.agents.list()
+        expect(Array.isArray(list.uuids)).toBe(true)
+        const missing = yield* Effect.flip(admin.agents.show({ path: { agent_id: AgentId.make("no-such-agent") } }))
+        expect(missing).toEqual(new NotFound({ message: "Agent with ID 'no-such-agent' not found" }))
+        const anonymous = yield* HttpApiClient.make(RegistrarApi, { baseUrl: `${reg.httpsUrl}/v2.6` }).pipe(
+          Effect.provideServiceEffect(HttpClient.HttpClient, makeHttpsClient(pki.clients.none))
+        )
+        const refused = yield* Effect.flip(anonymous.agents.list())
+        expect(refused).toEqual(new Forbidden({ message: "Action requires admin authentication (mTLS certificate)" }))
+      }).pipe(Effect.scoped))
 
     it.effect("treats a request with a bearer token as an agent, never as the admin its certificate names", () =>
       Effect.gen(function*() {
