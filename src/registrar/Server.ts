@@ -44,13 +44,18 @@ export const adminCheck = (trustedClientCa: TrustStore) => (peer: { readonly der
   })
 
 /** Every CERTIFICATE block of PEM text as a trust store (trusted_client_ca may be a bundle). */
-export const trustStoreFromPem = (pem: string, label = "trusted_client_ca"): TrustStore => {
+export const trustStoreFromPem = (pem: string, label = "trusted_client_ca"): Either.Either<TrustStore, string> => {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
-  return trustStoreOf(blocks.map((b) => new crypto.X509Certificate(b)), label)
+  if (blocks.length === 0) return Either.left(`${label} holds no PEM certificate`)
+  return Either.map(
+    Either.all(blocks.map((b) => Either.try({ try: () => new crypto.X509Certificate(b), catch: () => `${label}: unreadable certificate` }))),
+    (certs) => trustStoreOf(certs, label)
+  )
 }
 
 export const RegistrarServerLive = (options: RegistrarServerOptions) => {
   const clientCas = trustStoreFromPem(options.tls.clientCa)
+  if (Either.isLeft(clientCas)) return Layer.fail(new Error(clientCas.left))
   const domain = Registrar.Default.pipe(
     Layer.provide(Layer.succeed(EkTrustStore, options.ekTrustStore)),
     Layer.provide(Layer.succeed(RegistrarSettings, { tpmIdentity: options.tpmIdentity }))
@@ -58,7 +63,7 @@ export const RegistrarServerLive = (options: RegistrarServerOptions) => {
   const api = HttpApiBuilder.api(RegistrarApi).pipe(
     Layer.provide(RegistrarHttpLive(V2_VERSIONS)),
     Layer.provide(domain),
-    Layer.provide(ClientIdentity.layer({ isAdmin: adminCheck(clientCas) })),
+    Layer.provide(ClientIdentity.layer({ isAdmin: adminCheck(clientCas.right) })),
     Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
   )
   return serveApi({
