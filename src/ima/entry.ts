@@ -4,6 +4,7 @@
  * and a reused buffer; `parseEntry` wraps it for callers that want an immutable value.
  */
 import { Data, Either } from "effect"
+import { nameHash } from "./nameTable.js"
 
 export type TemplateName = "ima" | "ima-ng" | "ima-sig" | "ima-buf"
 
@@ -49,6 +50,10 @@ export interface EntryFields {
   thEnd: number
   template: TemplateName
   digestAlg: string
+  /** The name as offsets into the text, and its nameHash. */
+  nameStart: number
+  nameEnd: number
+  nameHash: number
   /** Digest hex as offsets into the text; `digestHexOf` slices it when needed. */
   hexStart: number
   hexEnd: number
@@ -71,6 +76,9 @@ export const emptyFields = (): EntryFields => ({
   thEnd: 0,
   template: "ima-ng",
   digestAlg: "",
+  nameStart: 0,
+  nameEnd: 0,
+  nameHash: 0,
   hexStart: 0,
   hexEnd: 0,
   name: "",
@@ -103,13 +111,24 @@ const decodeHexAt = (text: string, a: number, b: number, buf: Uint8Array, off: n
   return bad < 0 ? -1 : (b - a) >> 1
 }
 
-/** Writes text[a, b) as UTF-8; ASCII (nearly every path) is copied in JS. */
+let lastNameHash = 0
+
+/**
+ * Writes text[a, b) as UTF-8 (ASCII, nearly every path, is copied in JS) and leaves the name's
+ * FNV-1a hash (nameTable.ts) in lastNameHash: the policy lookup needs it and the loop is here anyway.
+ */
 const writeUtf8At = (text: string, a: number, b: number, buf: Buffer, off: number): number => {
+  let h = 0x811c9dc5
   for (let i = a; i < b; i++) {
     const c = text.charCodeAt(i)
-    if (c >= 128) return buf.write(text.slice(a, b), off, "utf8")
+    if (c >= 128) {
+      lastNameHash = nameHash(text, a, b)
+      return buf.write(text.slice(a, b), off, "utf8")
+    }
+    h = Math.imul(h ^ c, 0x01000193)
     buf[off + i - a] = c
   }
+  lastNameHash = h & 0x3fffffff
   return b - a
 }
 
@@ -190,6 +209,8 @@ export const parseLineInto = (
     out.extraHex = line.slice(d2 + 1, end)
   }
   out.name = line.slice(d1 + 1, nameEnd)
+  out.nameStart = d1 + 1
+  out.nameEnd = nameEnd
   let colon = line.indexOf(":", d0)
   if (colon >= d1) colon = -1
   let alg: string
@@ -218,6 +239,7 @@ export const parseLineInto = (
     out.digestLength = n
     off = n
     const nameLen = writeUtf8At(line, d1 + 1, nameEnd, buf, off)
+    out.nameHash = lastNameHash
     if (nameLen > TCG_EVENT_NAME_LEN_MAX) return `name is longer than ${TCG_EVENT_NAME_LEN_MAX} bytes (template ima)`
     // Legacy "n" field: name, NUL, zero padding to TCG_EVENT_NAME_LEN_MAX + 1 bytes.
     buf.fill(0, off + nameLen, off + TCG_EVENT_NAME_LEN_MAX + 1)
@@ -241,6 +263,7 @@ export const parseLineInto = (
   const nameAt = off
   off += 4
   off += writeUtf8At(line, d1 + 1, nameEnd, buf, off)
+  out.nameHash = lastNameHash
   buf[off++] = 0
   buf.writeUInt32LE(off - nameAt - 4, nameAt)
   if (template === "ima-ng") {

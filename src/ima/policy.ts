@@ -5,6 +5,7 @@
 import { Data, Either } from "effect"
 import type { RuntimePolicy } from "../../schemas/RuntimePolicy.js"
 import type { HashAlg } from "./hash.js"
+import { type DigestSet, NameTable } from "./nameTable.js"
 import { type ImaKeyring, keyringFromJson } from "./signatures.js"
 
 export class PolicyCompileError extends Data.TaggedError("PolicyCompileError")<{
@@ -16,9 +17,8 @@ export class PolicyCompileError extends Data.TaggedError("PolicyCompileError")<{
   }
 }
 
-/** Allowed digests of one name: the common single digest as a plain string (one compare, no hashing). */
-export type DigestSet = string | ReadonlySet<string>
-export type DigestLookup = ReadonlyMap<string, DigestSet>
+export type { DigestSet } from "./nameTable.js"
+export type DigestLookup = NameTable
 
 export const digestAllowed = (set: DigestSet, hex: string): boolean => (typeof set === "string" ? set === hex : set.has(hex))
 
@@ -41,14 +41,13 @@ const bare = (d: string): string => {
   return (i < 0 ? d : d.slice(i + 1)).toLowerCase()
 }
 
-const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): Map<string, DigestSet> => {
-  const m = new Map<string, DigestSet>()
-  for (const [k, v] of Object.entries(rec)) {
-    const set = new Set(v.map(bare))
-    m.set(k, set.size === 1 ? [...set][0]! : set)
-  }
-  return m
-}
+const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): NameTable =>
+  new NameTable(
+    Object.entries(rec).map(([k, v]): readonly [string, DigestSet] => {
+      const set = new Set(v.map(bare))
+      return [k, set.size === 1 ? [...set][0]! : set]
+    })
+  )
 
 /** Python regex syntax that JavaScript spells differently. */
 const fromPython = (re: string): string => re.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>")

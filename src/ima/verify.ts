@@ -8,6 +8,7 @@ import type * as crypto from "node:crypto"
 import { digestHexOf, emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
+import { hexAt, NameTable } from "./nameTable.js"
 import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
 import { decideStart, type ImaState, initialImaState } from "./state.js"
@@ -141,11 +142,11 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     if (policy === undefined) return true
     const name = f.name
     // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
-    const allowed = map.get(name)
+    const allowed = map.lookup(text, f.nameStart, f.nameEnd, f.nameHash)
     if (allowed !== undefined) {
       // the usual single digest is compared in place, without slicing the line
       if (typeof allowed === "string") {
-        if (allowed.length === f.hexEnd - f.hexStart && text.startsWith(allowed, f.hexStart)) return true
+        if (hexAt(allowed, text, f.hexStart, f.hexEnd)) return true
       } else if (allowed.has(digestHexOf(text, f))) return true
     }
     const digestHex = digestHexOf(text, f)
@@ -319,4 +320,4 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   return { failures, state, matchedEntries, entries: count, pcrs: endPcrs, retry: false }
 }
 
-const emptyMap: DigestLookup = new Map()
+const emptyMap: DigestLookup = new NameTable()
