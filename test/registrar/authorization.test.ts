@@ -3,7 +3,7 @@
  * certificate from another CA, an expired one, one without the Client Authentication EKU, and a
  * valid admin certificate, each against every registrar operation, with the exact texts.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -21,6 +21,7 @@ import {
   agentBody,
   call,
   makeTestPki,
+  removePki,
   registerAndActivate,
   sqliteLayer,
   TestRegistrar,
@@ -29,6 +30,7 @@ import {
 } from "./harness.js"
 
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const ekTrust = trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA")
 const db = sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-authz-")), "registrar.sqlite"))
 const env = Layer.mergeAll(testRegistrarLayer({ pki, ekTrustStore: ekTrust }, db), TpmSimulator.layer({ seed: "authz-agent" }))

@@ -2,7 +2,7 @@
  * Every malformed registration or activation gets a 4xx envelope naming the field, and nothing is
  * stored (a wrong auth_tag removes the registration, as Keylime does).
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -14,9 +14,10 @@ import { trustStoreOf } from "../../src/pki/chain.js"
 import { TPMA_OBJECT } from "../../src/tpm/constants.js"
 import { marshalTpm2bPublic, parseTpm2bPublic } from "../../src/tpm/public.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
-import { agentBody, call, countRows, makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
+import { agentBody, call, countRows, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
 
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const ekTrust = trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA")
 const db = sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-bad-")), "registrar.sqlite"))
 const MAX = 64 * 1024

@@ -3,7 +3,7 @@
  * (EK certificate from the simulated manufacturer), activate with the TPM's ActivateCredential,
  * admin reads the record over mTLS, delete.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -13,9 +13,10 @@ import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { decodeCredentialFile } from "../../src/tpm/credential.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
-import { call, countRows, makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
+import { call, countRows, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
 
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const ekTrust = trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA")
 const db = sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-flow-")), "registrar.sqlite"))
 const env = Layer.mergeAll(testRegistrarLayer({ pki, ekTrustStore: ekTrust }, db), db, TpmSimulator.layer({ seed: "flow-agent" }))

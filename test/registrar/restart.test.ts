@@ -4,7 +4,7 @@
  * PostgreSQL; so is a pending registration's challenge.
  */
 import { SqlClient } from "@effect/sql"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -21,6 +21,7 @@ import {
   call,
   dropPgSchema,
   makeTestPki,
+  removePki,
   pgLayer,
   registerAndActivate,
   sqliteLayer,
@@ -29,6 +30,7 @@ import {
 } from "./harness.js"
 
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const ekTrust = trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA")
 
 /** Register A (activated) and B (pending) on one registrar, stop it, start another on the same database. */

@@ -5,7 +5,7 @@
  * reads the record, and deletes it.
  */
 import { NodeContext } from "@effect/platform-node"
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -15,10 +15,11 @@ import { loadTrustStore } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { needsSwtpm } from "../support/requirements.js"
 import { SwtpmHarness } from "../support/swtpm.js"
-import { call, countRows, makeTestPki, registerAndActivate, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
+import { call, countRows, makeTestPki, removePki, registerAndActivate, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
 
 const ok = needsSwtpm()
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const db = sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-swtpm-")), "registrar.sqlite"))
 
 const Harness = SwtpmHarness.layer({ p256EkCert: false })

@@ -5,7 +5,7 @@
  * Every exchange must be identical (status, media type, body without volatile fields) unless it is
  * in DIFFERENCES below, where each entry says why and what attest answers instead.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -14,7 +14,7 @@ import { join } from "node:path"
 import { emptyTrustStore } from "../../src/pki/chain.js"
 import { needsSwtpm } from "../support/requirements.js"
 import { readVectorText } from "../support/vectors.js"
-import { call, makeTestPki, type Parsed, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
+import { call, makeTestPki, removePki, type Parsed, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
 import { startWireTpm } from "./wireSwtpm.js"
 
 interface WireRecord {
@@ -134,6 +134,7 @@ const mediaType = (ct: string | undefined) => (ct ?? "").split(";")[0]!.trim()
 
 const ok = needsSwtpm()
 const pki = makeTestPki()
+afterAll(() => removePki(pki))
 const db = sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-wire-")), "registrar.sqlite"))
 const env = testRegistrarLayer({ pki, ekTrustStore: emptyTrustStore(), tpmIdentity: "default" }, db)
 
