@@ -116,8 +116,9 @@ const pathLenOf = (x: crypto.X509Certificate): number | undefined => {
   return p
 }
 
-const subjectOf = (x: crypto.X509Certificate): string => x.subject.replace(/\n/g, ", ") || "(empty subject)"
-const issuerOf = (x: crypto.X509Certificate): string => x.issuer.replace(/\n/g, ", ") || "(empty issuer)"
+// node gives `undefined`, not "", for an empty subject (TCG EK certificates have one).
+const subjectOf = (x: crypto.X509Certificate): string => (x.subject ?? "").replace(/\n/g, ", ") || "(empty subject)"
+const issuerOf = (x: crypto.X509Certificate): string => (x.issuer ?? "").replace(/\n/g, ", ") || "(empty issuer)"
 
 const checkTime = (x: crypto.X509Certificate, now: Date): ChainError | undefined => {
   const { notAfter, notBefore } = validity(x)

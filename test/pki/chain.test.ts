@@ -22,7 +22,10 @@ const tempDir = (files: Record<string, string | Uint8Array>): string => {
 }
 
 /** A CA of our own, with an EK-like leaf. */
-const ownChain = (caName: string, opts: { aki?: boolean; leafNotAfter?: Date; caIsCa?: boolean; rsa?: boolean } = {}) => {
+const ownChain = (
+  caName: string,
+  opts: { aki?: boolean; leafNotAfter?: Date; caIsCa?: boolean; rsa?: boolean; emptyLeafSubject?: boolean } = {}
+) => {
   const caKeys = generateKeyPair(opts.rsa ? "rsa2048" : "ec-p256")
   const caDer = Either.getOrThrow(issueCertificate({
     subject: { CN: caName },
@@ -37,7 +40,7 @@ const ownChain = (caName: string, opts: { aki?: boolean; leafNotAfter?: Date; ca
   }))
   const leafKeys = generateKeyPair("ec-p256")
   const leafDer = Either.getOrThrow(issueCertificate({
-    subject: { CN: "unknown" },
+    subject: opts.emptyLeafSubject ? {} : { CN: "unknown" },
     publicKey: leafKeys.publicKey,
     issuer: { certificate: caDer, privateKey: caKeys.privateKey },
     notBefore: new Date("2026-01-01T00:00:00Z"),
@@ -128,6 +131,15 @@ describe("EK certificate chains (swtpm local CA)", () => {
       expect(expired.message).toContain("expired at 2027-01-01T00:00:00.000Z")
       yield* TestClock.setTime(new Date("2025-06-01T00:00:00Z").getTime())
       expect((yield* Effect.flip(validateChain(ekRsa, trustStoreOf([root, issuer])))).kind).toBe("not-yet-valid")
+    }))
+
+  it.effect("reports an expired EK certificate with an empty subject as expired, not as a crash", () =>
+    Effect.gen(function*() {
+      const c = ownChain("Empty Subject CA", { leafNotAfter: new Date("2027-01-01T00:00:00Z"), emptyLeafSubject: true })
+      yield* TestClock.setTime(inYear2027.getTime())
+      const e = yield* Effect.flip(validateChain(c.leafDer, trustStoreOf([new crypto.X509Certificate(c.caDer)])))
+      expect(e.kind).toBe("expired")
+      expect(e.message).toContain("(empty subject)")
     }))
 
   it("rejects an issuer that is not a CA", () => {
