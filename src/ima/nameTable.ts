@@ -7,9 +7,11 @@
 /** Allowed digests of one name: the common single digest as a plain string (one compare, no Set). */
 export type DigestSet = string | ReadonlySet<string>
 
-interface Row {
+export interface Row {
   readonly name: string
   readonly digests: DigestSet
+  /** The single allowed digest as bytes: compared with the decoded entry digest, no hex on the hot path. */
+  readonly bytes: Uint8Array | undefined
 }
 
 /**
@@ -42,7 +44,8 @@ export class NameTable {
 
   private set(name: string, digests: DigestSet): void {
     const h = nameHash(name)
-    const row: Row = { name, digests }
+    const bytes = typeof digests === "string" && /^(?:[0-9a-f]{2})+$/.test(digests) ? new Uint8Array(Buffer.from(digests, "hex")) : undefined
+    const row: Row = { name, digests, bytes }
     const at = this.rows.get(h)
     if (at === undefined) this.rows.set(h, row)
     else if (Array.isArray(at)) at.push(row)
@@ -50,13 +53,17 @@ export class NameTable {
     this.count++
   }
 
-  /** Digests for text[a, b), whose nameHash is h. */
-  lookup(text: string, a: number, b: number, h: number): DigestSet | undefined {
+  /** The row of text[a, b), whose nameHash is h. */
+  lookupRow(text: string, a: number, b: number, h: number): Row | undefined {
     const at = this.rows.get(h)
     if (at === undefined) return undefined
-    if (!Array.isArray(at)) return sameName(at.name, text, a, b) ? at.digests : undefined
-    for (const r of at) if (sameName(r.name, text, a, b)) return r.digests
+    if (!Array.isArray(at)) return sameName(at.name, text, a, b) ? at : undefined
+    for (const r of at) if (sameName(r.name, text, a, b)) return r
     return undefined
+  }
+
+  lookup(text: string, a: number, b: number, h: number): DigestSet | undefined {
+    return this.lookupRow(text, a, b, h)?.digests
   }
 
   get(name: string): DigestSet | undefined {
@@ -64,5 +71,9 @@ export class NameTable {
   }
 }
 
-/** text[a, a + hex.length) equals hex (policy digests are lower case; so is the kernel's output). */
-export const hexAt = (hex: string, text: string, a: number, b: number): boolean => sameName(hex, text, a, b)
+/** bytes equals buf[at, at + n). */
+export const bytesAt = (bytes: Uint8Array, buf: Uint8Array, at: number, n: number): boolean => {
+  if (bytes.length !== n) return false
+  for (let i = 0; i < n; i++) if (bytes[i] !== buf[at + i]) return false
+  return true
+}

@@ -8,7 +8,7 @@ import type * as crypto from "node:crypto"
 import { digestHexOf, emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
-import { hexAt, NameTable } from "./nameTable.js"
+import { bytesAt, NameTable } from "./nameTable.js"
 import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
 import { decideStart, type ImaState, initialImaState } from "./state.js"
@@ -142,12 +142,13 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     if (policy === undefined) return true
     const name = f.name
     // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
-    const allowed = map.lookup(text, f.nameStart, f.nameEnd, f.nameHash)
-    if (allowed !== undefined) {
-      // the usual single digest is compared in place, without slicing the line
-      if (typeof allowed === "string") {
-        if (hexAt(allowed, text, f.hexStart, f.hexEnd)) return true
-      } else if (allowed.has(digestHexOf(text, f))) return true
+    const row = map.lookupRow(text, f.nameStart, f.nameEnd, f.nameHash)
+    const allowed = row?.digests
+    if (row !== undefined) {
+      // the usual single digest is compared as bytes with the decoded entry digest
+      if (row.bytes !== undefined) {
+        if (bytesAt(row.bytes, tb.buf, f.digestStart, f.digestLength)) return true
+      } else if (typeof row.digests !== "string" && row.digests.has(digestHexOf(text, f))) return true
     }
     const digestHex = digestHexOf(text, f)
     if (policy.exclude !== undefined && policy.exclude.test(name)) return true
