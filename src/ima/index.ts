@@ -1,5 +1,6 @@
 /** The IMA engine: measurement-list parsing, template hashes, PCR 10 replay, runtime-policy evaluation. */
 export * from "./dsse.js"
+export * from "./encode.js"
 export * from "./entry.js"
 export * from "./failure.js"
 export * from "./policy.js"

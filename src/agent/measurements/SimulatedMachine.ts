@@ -6,9 +6,9 @@
  */
 import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { encodeImaNg } from "../../ima/encode.js"
 import { type HashAlg, Tpm, type TpmError } from "../../tpm/Tpm.js"
 import { encodeEventLog, simulatedBootEvents } from "./bootLog.js"
-import { imaNgTemplateData } from "./imaEntry.js"
 import { ImaLines } from "./imaList.js"
 import { MeasurementError, MeasurementSource } from "./MeasurementSource.js"
 
@@ -56,8 +56,6 @@ const digestOf = (contentOrDigest: Uint8Array | string): Uint8Array => {
 
 const fail = (message: string) => (e: TpmError) => new MeasurementError({ source: "simulated machine", message: `${message}: ${e.message}` })
 
-const hexOf = (b: Uint8Array) => Buffer.from(b).toString("hex")
-
 const make = (options: SimulatedMachineOptions) =>
   Effect.gen(function*() {
     const tpm = yield* Tpm
@@ -81,11 +79,9 @@ const make = (options: SimulatedMachineOptions) =>
 
     const lines = new ImaLines()
     const record = (path: string, fileDigest: Uint8Array) => {
-      const data = imaNgTemplateData("sha256", fileDigest, path)
-      const digests = banks.map((hash) => ({ hash, digest: new Uint8Array(createHash(hash).update(data).digest()) }))
-      const sha1 = createHash("sha1").update(data).digest("hex")
-      lines.push(`10 ${sha1} ima-ng sha256:${hexOf(fileDigest)} ${path}`)
-      return tpm.pcrExtend(10, digests).pipe(Effect.mapError(fail("extending PCR 10")))
+      const e = encodeImaNg(fileDigest, path, { banks })
+      lines.push(e.line)
+      return tpm.pcrExtend(10, e.templateHashes).pipe(Effect.mapError(fail("extending PCR 10")))
     }
 
     // boot_aggregate as the kernel (>= 5.8) computes it with a sha256 bank: H(PCR0 ‖ … ‖ PCR9).

@@ -1,0 +1,57 @@
+/**
+ * The writing side of the ima-ng template (tpm-facts.md §4.2), for anything that produces a list:
+ * the agent's simulated machine, test and benchmark generators. Template data is
+ * d-ng ‖ n-ng, each a u32 little-endian length followed by `"<alg>:\0" ‖ digest` and `path ‖ \0`;
+ * the template hash of a bank is H_bank(template data); an ASCII line shows one bank's hash
+ * (sha1 in `ascii_runtime_measurements`, sha256 in `ascii_runtime_measurements_sha256`).
+ * The parser in entry.ts rebuilds the same bytes from a line; the tests hold the two together.
+ */
+import { type HashAlg, hashBytes, toHex } from "./hash.js"
+
+/** ima-ng template data for a file digest and path. */
+export const imaNgTemplateData = (digestAlg: string, fileDigest: Uint8Array, path: string): Uint8Array => {
+  const algo = Buffer.from(`${digestAlg}:\0`, "utf8")
+  const name = Buffer.from(`${path}\0`, "utf8")
+  const out = Buffer.alloc(4 + algo.length + fileDigest.length + 4 + name.length)
+  let at = out.writeUInt32LE(algo.length + fileDigest.length, 0)
+  at += algo.copy(out, at)
+  out.set(fileDigest, at)
+  at = out.writeUInt32LE(name.length, at + fileDigest.length)
+  name.copy(out, at)
+  return new Uint8Array(out.buffer, out.byteOffset, out.length)
+}
+
+/** The template hash of one bank: what the kernel extends into PCR 10. */
+export const templateHash = (bank: HashAlg, templateData: Uint8Array): Uint8Array => new Uint8Array(hashBytes(bank, templateData))
+
+/** One line of an ASCII measurement list for an ima-ng entry, given the hash its column shows. */
+export const imaNgLine = (columnHash: Uint8Array, digestAlg: string, fileDigest: Uint8Array, path: string, pcr = 10): string =>
+  `${pcr} ${toHex(columnHash)} ima-ng ${digestAlg}:${toHex(fileDigest)} ${path}`
+
+export interface ImaNgEncodeOptions {
+  /** File digest algorithm named in d-ng. Default sha256. */
+  readonly digestAlg?: string
+  /** Banks to compute template hashes for (PCR 10 extends). Default sha1 and sha256. */
+  readonly banks?: ReadonlyArray<HashAlg>
+  /** Bank whose template hash the line shows; computed even when not in `banks`. Default sha1. */
+  readonly column?: HashAlg
+  readonly pcr?: number
+}
+
+export interface ImaNgEncoded {
+  readonly line: string
+  readonly templateData: Uint8Array
+  /** Template hash per requested bank, in `banks` order (the shape of a PCR extend). */
+  readonly templateHashes: ReadonlyArray<{ readonly hash: HashAlg; readonly digest: Uint8Array }>
+}
+
+/** An ima-ng entry as the kernel would record it: template data, its hash per bank and its ASCII line. */
+export const encodeImaNg = (fileDigest: Uint8Array, path: string, options: ImaNgEncodeOptions = {}): ImaNgEncoded => {
+  const digestAlg = options.digestAlg ?? "sha256"
+  const banks = options.banks ?? ["sha1", "sha256"]
+  const column = options.column ?? "sha1"
+  const templateData = imaNgTemplateData(digestAlg, fileDigest, path)
+  const templateHashes = banks.map((hash) => ({ hash, digest: templateHash(hash, templateData) }))
+  const shown = templateHashes.find((t) => t.hash === column)?.digest ?? templateHash(column, templateData)
+  return { line: imaNgLine(shown, digestAlg, fileDigest, path, options.pcr), templateData, templateHashes }
+}
