@@ -5,6 +5,7 @@
  */
 import { Command, CommandExecutor, FileSystem } from "@effect/platform"
 import { Chunk, Effect, Stream } from "effect"
+import { concatBytes } from "../bytes.js"
 import { TpmError } from "../Tpm.js"
 
 export interface ToolContext {
@@ -22,18 +23,7 @@ export interface ToolOutput {
 
 const collect = <E>(stream: Stream.Stream<Uint8Array, E>): Effect.Effect<Uint8Array, E> =>
   Stream.runCollect(stream).pipe(
-    Effect.map((chunks) => {
-      const parts = Chunk.toReadonlyArray(chunks)
-      let n = 0
-      for (const p of parts) n += p.length
-      const out = new Uint8Array(n)
-      let at = 0
-      for (const p of parts) {
-        out.set(p, at)
-        at += p.length
-      }
-      return out
-    })
+    Effect.map((chunks) => concatBytes(...Chunk.toReadonlyArray(chunks)))
   )
 
 const decoder = new TextDecoder()
