@@ -8,6 +8,7 @@ import { createPublicKey, type KeyObject } from "node:crypto"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
 import { Either } from "effect"
+import { derLength } from "../pki/parse.js"
 import { toHex } from "./bytes.js"
 import { EkCertificateError } from "./errors.js"
 import { parseTpm2bPublic, publicKeyOf, type TpmtPublic } from "./public.js"
@@ -28,18 +29,6 @@ export interface EkCertificate {
 }
 
 const fail = (reason: EkCertificateError["reason"], message: string) => Either.left(new EkCertificateError({ reason, message }))
-
-/** Length of the outer DER SEQUENCE, to cut NV padding; undefined when incomplete. */
-const outerDerLength = (b: Uint8Array): number | undefined => {
-  if (b.length < 2 || b[0] !== 0x30) return undefined
-  const first = b[1]!
-  if (first < 0x80) return 2 + first <= b.length ? 2 + first : undefined
-  const n = first & 0x7f
-  if (n === 0 || n > 4 || 2 + n > b.length) return undefined
-  let len = 0
-  for (let i = 0; i < n; i++) len = len * 256 + b[2 + i]!
-  return 2 + n + len <= b.length ? 2 + n + len : undefined
-}
 
 const shortNames: Record<string, string> = {
   "2.5.4.3": "CN",
@@ -83,7 +72,7 @@ const tcgAttributes = (cert: pkijs.Certificate): Record<string, string> => {
 }
 
 export const parseEkCertificate = (bytes: Uint8Array): Either.Either<EkCertificate, EkCertificateError> => {
-  const len = outerDerLength(bytes)
+  const len = derLength(bytes)
   if (len === undefined) return fail("parse", "not a DER certificate (no complete outer SEQUENCE)")
   const der = bytes.slice(0, len)
   try {
