@@ -22,6 +22,10 @@ import {
 // named as in Keylime, so a refused id is reported as `agent_id: ...`
 const AgentPath = Schema.Struct({ agent_id: AgentId })
 
+/** Activation is served on three method/route pairs (spec §5.6) with one contract. */
+const activation = <const Name extends string>(method: "PUT" | "POST", name: Name, path: HttpApiEndpoint.PathSegment) =>
+  HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty)).addError(NotFoundE)
+
 export class RegistrarAgents extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
   .add(
@@ -51,28 +55,10 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .setPayload(RegisterWithIdRequest)
       .addSuccess(Envelope(RegisterResponse))
   )
-  .add(
-    HttpApiEndpoint.put("activate", "/agents/:agent_id/activate")
-      .setPath(AgentPath)
-      .setPayload(ActivateRequest)
-      .addSuccess(Envelope(Empty))
-      .addError(NotFoundE)
-  )
-  .add(
-    HttpApiEndpoint.post("activatePost", "/agents/:agent_id/activate")
-      .setPath(AgentPath)
-      .setPayload(ActivateRequest)
-      .addSuccess(Envelope(Empty))
-      .addError(NotFoundE)
-  )
-  .add(
-    // legacy activation route (spec §5.6)
-    HttpApiEndpoint.put("activateLegacy", "/agents/:agent_id")
-      .setPath(AgentPath)
-      .setPayload(ActivateRequest)
-      .addSuccess(Envelope(Empty))
-      .addError(NotFoundE)
-  )
+  .add(activation("PUT", "activate", "/agents/:agent_id/activate"))
+  .add(activation("POST", "activatePost", "/agents/:agent_id/activate"))
+  // legacy activation route (spec §5.6)
+  .add(activation("PUT", "activateLegacy", "/agents/:agent_id"))
   .add(
     HttpApiEndpoint.put("vactivate", "/agents/:agent_id/vactivate")
       .setPath(AgentPath)
