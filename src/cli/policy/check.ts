@@ -9,7 +9,7 @@ import { hashAlgFromHexLength, isHex } from "../../ima/hash.js"
 import { compilePolicy } from "../../ima/policy.js"
 import { keyringFromPems } from "../../ima/signatures.js"
 import { verifyIma } from "../../ima/verify.js"
-import { cliFail, readPolicy, readText, reportErrors } from "./runtimeCommon.js"
+import { cliFail, hashAlgOption, readPolicy, readText, reportErrors } from "./runtimeCommon.js"
 
 const policy = Options.text("policy").pipe(
   Options.withDescription("Runtime policy file: v1 JSON, a DSSE-signed envelope, an old JSON allowlist or a '<digest>  <path>' allowlist.")
@@ -21,10 +21,7 @@ const pcr10 = Options.text("pcr10").pipe(
   Options.withDescription("Quoted PCR 10 value (hex). The list must replay to it; its length selects the bank unless --hash-alg is given."),
   Options.optional
 )
-const hashAlg = Options.choice("hash-alg", ["sha1", "sha256", "sha384", "sha512"]).pipe(
-  Options.withDescription("PCR bank to replay the list into (default: from --pcr10's length, else sha256)."),
-  Options.optional
-)
+const hashAlg = hashAlgOption("PCR bank to replay the list into (default: from --pcr10's length, else sha256).").pipe(Options.optional)
 const bootAggregate = Options.text("boot-aggregate").pipe(
   Options.withDescription("An extra allowed boot_aggregate digest (hex), e.g. computed from the machine's UEFI event log. Repeatable."),
   Options.repeated

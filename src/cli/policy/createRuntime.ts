@@ -9,7 +9,7 @@ import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { Generator, makeRuntimePolicy } from "../../../schemas/RuntimePolicy.js"
 import { parseList } from "../../ima/entry.js"
 import { compileExcludes } from "../../ima/policy.js"
-import { cliFail, PolicyCliError, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
+import { cliFail, hashAlgOption, PolicyCliError, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 /** Pseudo and volatile filesystems: never hashed from a rootfs and excluded at runtime unless --no-default-excludes. */
 export const DEFAULT_EXCLUDES = ["/proc/.*", "/sys/.*", "/dev/.*", "/run/.*", "/tmp/.*", "/var/tmp/.*", "/lost\\+found/.*"]
@@ -33,8 +33,7 @@ const exclude = Options.text("exclude").pipe(
 const noDefaultExcludes = Options.boolean("no-default-excludes").pipe(
   Options.withDescription(`Do not add the default excludes (${DEFAULT_EXCLUDES.join(" ")}).`)
 )
-const hashAlg = Options.choice("hash-alg", ["sha1", "sha256", "sha384", "sha512"]).pipe(
-  Options.withDescription("Digest algorithm for files hashed from --rootfs; use the kernel's ima_hash (default sha256)."),
+const hashAlg = hashAlgOption("Digest algorithm for files hashed from --rootfs; use the kernel's ima_hash (default sha256).").pipe(
   Options.withDefault("sha256" as const)
 )
 const output = Options.text("output").pipe(Options.withDescription("Write the policy here instead of stdout."), Options.optional)
