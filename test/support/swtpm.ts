@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { createPublicKey } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -178,7 +178,17 @@ const provisionP256EkCert = async (swtpm: Swtpm): Promise<void> => {
   await swtpm.tool("tpm2_nvwritelock", ["0x1c0000a", "-C", "p"])
 }
 
-export const startSwtpm = async (options: { readonly p256EkCert?: boolean } = {}): Promise<Swtpm> => {
+export interface SwtpmOptions {
+  /** Also provision a P-256 EK certificate at NV 0x1c0000a (default true; ignored with `fromState`). */
+  readonly p256EkCert?: boolean
+  /**
+   * Start from a recorded swtpm state directory (copied, never written) instead of manufacturing a
+   * new TPM: no local CA then, so `rootCaPem` and `issuerCaPem` are empty.
+   */
+  readonly fromState?: string
+}
+
+export const startSwtpm = async (options: SwtpmOptions = {}): Promise<Swtpm> => {
   const dir = mkdtempSync(join(tmpdir(), "attest-swtpm-"))
   let child: ChildProcess | undefined
   const stop = async () => {
@@ -190,7 +200,8 @@ export const startSwtpm = async (options: { readonly p256EkCert?: boolean } = {}
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    await manufacture(dir)
+    if (options.fromState === undefined) await manufacture(dir)
+    else cpSync(options.fromState, join(dir, "tpm"), { recursive: true })
     // Ports are probed then released; a rare collision with another suite makes swtpm exit, so retry.
     for (let attempt = 0; ; attempt++) {
       const port = await freePortPair()
@@ -232,13 +243,13 @@ export const startSwtpm = async (options: { readonly p256EkCert?: boolean } = {}
         port,
         ctrlPort,
         stateDir: dir,
-        rootCaPem: readFileSync(join(dir, "localca", "swtpm-localca-rootca-cert.pem"), "utf8"),
-        issuerCaPem: readFileSync(join(dir, "localca", "issuercert.pem"), "utf8"),
+        rootCaPem: options.fromState === undefined ? readFileSync(join(dir, "localca", "swtpm-localca-rootca-cert.pem"), "utf8") : "",
+        issuerCaPem: options.fromState === undefined ? readFileSync(join(dir, "localca", "issuercert.pem"), "utf8") : "",
         tool,
         reset: powerOn,
         stop
       }
-      if (options.p256EkCert !== false) await provisionP256EkCert(swtpm)
+      if (options.p256EkCert !== false && options.fromState === undefined) await provisionP256EkCert(swtpm)
       return swtpm
     }
   } catch (error) {
@@ -249,7 +260,7 @@ export const startSwtpm = async (options: { readonly p256EkCert?: boolean } = {}
 
 /** The running swtpm of a suite, for tests that need its TCTI or CA. */
 export class SwtpmHarness extends Context.Tag("attest/test/SwtpmHarness")<SwtpmHarness, Swtpm>() {
-  static readonly layer = (options: { readonly p256EkCert?: boolean } = {}): Layer.Layer<SwtpmHarness, Error> =>
+  static readonly layer = (options: SwtpmOptions = {}): Layer.Layer<SwtpmHarness, Error> =>
     Layer.scoped(
       SwtpmHarness,
       Effect.acquireRelease(
