@@ -1,8 +1,8 @@
 /**
  * Differential checks between attest's TypeScript TPM code and the reference tools, both ways:
  * simulator quotes through tpm2_checkquote, swtpm quotes through the TypeScript verifier,
- * TypeScript MakeCredential blobs activated by swtpm, tpm2_makecredential blobs activated by the
- * simulator.
+ * tpm2_makecredential blobs activated by the simulator. (TypeScript MakeCredential blobs activated
+ * by swtpm are a Tpm contract case, run on swtpm by test/tpm/contract/swtpm.test.ts.)
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, layer } from "@effect/vitest"
@@ -19,10 +19,11 @@ import { normalizeSelection } from "../../../src/tpm/pcrSelection.js"
 import { parseTpm2bPublic } from "../../../src/tpm/public.js"
 import { encodeQuoteString } from "../../../src/tpm/quoteString.js"
 import { makeSimulator } from "../../../src/tpm/simulator/Simulator.js"
-import { type AkOptions, type KeyAlg, type PcrSelection, Tpm } from "../../../src/tpm/Tpm.js"
+import { type PcrSelection, Tpm } from "../../../src/tpm/Tpm.js"
 import { verifyQuoteString } from "../../../src/tpm/verifyQuote.js"
 import { needsSwtpm } from "../../support/requirements.js"
 import { SwtpmHarness } from "../../support/swtpm.js"
+import { AK_MATRIX } from "../contract/contract.js"
 
 const ok = needsSwtpm()
 
@@ -30,10 +31,8 @@ const ascii = (s: string) => new Uint8Array(Buffer.from(s, "ascii"))
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex")
 const scratch = () => mkdtempSync(join(tmpdir(), "attest-diff-"))
 
-const AKS: ReadonlyArray<{ readonly ek: KeyAlg; readonly options: AkOptions }> = [
-  { ek: "rsa", options: { alg: "rsa", hash: "sha256", scheme: "rsassa" } },
-  { ek: "ecc", options: { alg: "ecc", hash: "sha256", scheme: "ecdsa" } }
-]
+/** The sha256 RSA and ECC AKs of the contract matrix. */
+const AKS = AK_MATRIX.slice(0, 2)
 const SELECTION: PcrSelection = [{ hash: "sha1", pcrs: [0, 10, 16] }, { hash: "sha256", pcrs: [0, 1, 10, 16] }]
 
 const Harness = SwtpmHarness.layer({ p256EkCert: true })
@@ -86,16 +85,6 @@ describe.skipIf(!ok)("differential: TypeScript vs tpm2-tools / swtpm", () => {
           const verified = verifyQuoteString(ak.public, quote, nonce, { hashAlg: "sha256", scheme: options.scheme })
           expect(Either.isRight(verified) ? "verified" : verified.left).toBe("verified")
           if (Either.isRight(verified)) expect(verified.right.pcrs).toEqual(q.pcrs)
-        }))
-
-      it.effect(`swtpm activates a TypeScript MakeCredential blob for its ${ek} EK`, () =>
-        Effect.gen(function*() {
-          const tpm = yield* Tpm
-          const ak = yield* tpm.createAk(ek, options)
-          const ekPub = Either.getOrThrow(parseTpm2bPublic(yield* tpm.ekPublic(ek)))
-          const secret = new Uint8Array(randomBytes(32))
-          const blob = Either.getOrThrow(makeCredential(ekPub, ak.name, secret))
-          expect(yield* tpm.activateCredential(ak, blob)).toEqual(secret)
         }))
 
       it.effect(`the simulator activates a tpm2_makecredential -T none blob for its ${ek} EK`, () =>
