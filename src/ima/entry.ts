@@ -50,14 +50,13 @@ export interface EntryFields {
   thEnd: number
   template: TemplateName
   digestAlg: string
-  /** The name as offsets into the text, and its nameHash. */
+  /** The name as offsets into the text (`nameOf` slices it, only when needed), and its nameHash. */
   nameStart: number
   nameEnd: number
   nameHash: number
   /** Digest hex as offsets into the text; `digestHexOf` slices it when needed. */
   hexStart: number
   hexEnd: number
-  name: string
   /** sig (ima-sig) or buf (ima-buf) as hex, "" when absent. */
   extraHex: string
   /** Template data occupies tb.buf[0, length). */
@@ -81,7 +80,6 @@ export const emptyFields = (): EntryFields => ({
   nameHash: 0,
   hexStart: 0,
   hexEnd: 0,
-  name: "",
   extraHex: "",
   length: 0,
   digestStart: 0,
@@ -90,13 +88,15 @@ export const emptyFields = (): EntryFields => ({
   extraLength: 0
 })
 
-/** Writes hex into buf at off; -1 unless every character was valid hex. */
-/** Hex digit values by character code (-1: not hex); a table beats branches in the hot loop. */
-export const HEX_VALUE = new Int8Array(256).fill(-1)
+/**
+ * Hex digit values by character code (-1: not hex). It covers every UTF-16 code unit so the hot
+ * loops index it with `charCodeAt` directly, without a range check per character.
+ */
+export const HEX_VALUE = new Int8Array(65536).fill(-1)
 for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c
 for (let c = 0; c < 6; c++) HEX_VALUE[97 + c] = HEX_VALUE[65 + c] = 10 + c
 
-const hexVal = (c: number): number => (c < 256 ? HEX_VALUE[c]! : -1)
+const hexVal = (c: number): number => HEX_VALUE[c]!
 
 /** Decodes text[a, b) (even length) into buf at off; -1 on a bad character. */
 const decodeHexAt = (text: string, a: number, b: number, buf: Uint8Array, off: number): number => {
@@ -208,11 +208,10 @@ export const parseLineInto = (
     nameEnd = d2
     out.extraHex = line.slice(d2 + 1, end)
   }
-  out.name = line.slice(d1 + 1, nameEnd)
   out.nameStart = d1 + 1
   out.nameEnd = nameEnd
-  let colon = line.indexOf(":", d0)
-  if (colon >= d1) colon = -1
+  // Bounded scans: indexOf would run on into the rest of the list when the digest has no ':'.
+  const colon = indexIn(line, 58, d0, d1)
   let alg: string
   let hexAt: number
   if (colon < 0) {
@@ -220,22 +219,20 @@ export const parseLineInto = (
     alg = d1 - d0 === 40 ? "sha1" : d1 - d0 === 32 ? "md5" : ""
     if (alg === "") return `digest '${line.slice(d0, d1)}' has no algorithm and is not a sha1 or md5 digest`
   } else {
-    const second = line.indexOf(":", colon + 1)
-    if (second >= 0 && second < d1) return `digest '${line.slice(d0, d1)}' has more than one ':'`
     alg = colon - d0 === 6 && line.startsWith("sha256", d0) ? "sha256" : line.slice(d0, colon)
     hexAt = colon + 1
   }
   out.digestAlg = alg
   out.hexStart = hexAt
   out.hexEnd = d1
-  const nameMax = out.name.length * 3
+  const nameMax = (nameEnd - d1 - 1) * 3
   tb.ensure(alg.length + (d1 - hexAt) + nameMax + out.extraHex.length + 300)
   const buf = tb.buf
   let off = 0
   if (template === "ima") {
     out.digestStart = 0
     const n = decodeHexAt(line, hexAt, d1, buf, 0)
-    if (n < 0) return `digest '${line.slice(d0, d1)}' is not valid hex`
+    if (n < 0) return badDigest(line, d0, d1, hexAt)
     out.digestLength = n
     off = n
     const nameLen = writeUtf8At(line, d1 + 1, nameEnd, buf, off)
@@ -255,7 +252,7 @@ export const parseLineInto = (
   buf[off++] = 0
   out.digestStart = off
   const n = decodeHexAt(line, hexAt, d1, buf, off)
-  if (n < 0) return `digest '${line.slice(d0, d1)}' is not valid hex`
+  if (n < 0) return badDigest(line, d0, d1, hexAt)
   out.digestLength = n
   off += n
   buf.writeUInt32LE(off - 4, 0)
@@ -281,6 +278,20 @@ export const parseLineInto = (
   out.length = off + 4 + e
   return undefined
 }
+
+/** Position of char code c in text[a, b), or -1. */
+const indexIn = (text: string, c: number, a: number, b: number): number => {
+  for (let i = a; i < b; i++) if (text.charCodeAt(i) === c) return i
+  return -1
+}
+
+/** Why text[d0, d1) did not decode: a second ':' is named as such (checked only here, off the hot path). */
+const badDigest = (text: string, d0: number, d1: number, hexAt: number): string =>
+  hexAt > d0 && indexIn(text, 58, hexAt, d1) >= 0
+    ? `digest '${text.slice(d0, d1)}' has more than one ':'`
+    : `digest '${text.slice(d0, d1)}' is not valid hex`
+
+export const nameOf = (text: string, f: EntryFields): string => text.slice(f.nameStart, f.nameEnd)
 
 export const digestHexOf = (text: string, f: EntryFields): string => text.slice(f.hexStart, f.hexEnd)
 
@@ -310,7 +321,7 @@ export const parseEntry = (text: string, line = 1): Either.Either<ImaEntry, ImaP
     template: f.template,
     digestAlg: f.digestAlg,
     digest: data.slice(f.digestStart, f.digestStart + f.digestLength),
-    name: f.name,
+    name: nameOf(text, f),
     extra: data.slice(f.extraStart, f.extraStart + f.extraLength),
     templateData: data
   })

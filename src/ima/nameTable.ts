@@ -30,36 +30,45 @@ const sameName = (name: string, text: string, a: number, b: number): boolean => 
   return true
 }
 
+/**
+ * Open addressing over one Int32Array of (hash + 1, row index) pairs: a probe touches one cache line,
+ * where a Map of 100,000 integer keys cost a bucket, a chain entry and a call per lookup.
+ */
 export class NameTable {
-  private readonly rows = new Map<number, Row | Array<Row>>()
-  private count = 0
+  private readonly list: Array<Row> = []
+  private readonly slots: Int32Array
+  private readonly mask: number
 
   constructor(entries: Iterable<readonly [string, DigestSet]> = []) {
-    for (const [name, digests] of entries) this.set(name, digests)
+    for (const [name, digests] of entries) this.list.push(rowOf(name, digests))
+    let cap = 8
+    while (cap < 2 * this.list.length) cap *= 2
+    this.slots = new Int32Array(2 * cap)
+    this.mask = cap - 1
+    this.list.forEach((row, i) => {
+      let s = nameHash(row.name) & this.mask
+      while (this.slots[2 * s] !== 0) s = (s + 1) & this.mask
+      this.slots[2 * s] = nameHash(row.name) + 1
+      this.slots[2 * s + 1] = i
+    })
   }
 
   get size(): number {
-    return this.count
-  }
-
-  private set(name: string, digests: DigestSet): void {
-    const h = nameHash(name)
-    const bytes = typeof digests === "string" && /^(?:[0-9a-f]{2})+$/.test(digests) ? new Uint8Array(Buffer.from(digests, "hex")) : undefined
-    const row: Row = { name, digests, bytes }
-    const at = this.rows.get(h)
-    if (at === undefined) this.rows.set(h, row)
-    else if (Array.isArray(at)) at.push(row)
-    else this.rows.set(h, [at, row])
-    this.count++
+    return this.list.length
   }
 
   /** The row of text[a, b), whose nameHash is h. */
   lookupRow(text: string, a: number, b: number, h: number): Row | undefined {
-    const at = this.rows.get(h)
-    if (at === undefined) return undefined
-    if (!Array.isArray(at)) return sameName(at.name, text, a, b) ? at : undefined
-    for (const r of at) if (sameName(r.name, text, a, b)) return r
-    return undefined
+    const slots = this.slots
+    const key = h + 1
+    for (let s = h & this.mask; ; s = (s + 1) & this.mask) {
+      const k = slots[2 * s]!
+      if (k === 0) return undefined
+      if (k === key) {
+        const row = this.list[slots[2 * s + 1]!]!
+        if (sameName(row.name, text, a, b)) return row
+      }
+    }
   }
 
   lookup(text: string, a: number, b: number, h: number): DigestSet | undefined {
@@ -70,6 +79,12 @@ export class NameTable {
     return this.lookup(name, 0, name.length, nameHash(name))
   }
 }
+
+const rowOf = (name: string, digests: DigestSet): Row => ({
+  name,
+  digests,
+  bytes: typeof digests === "string" && /^(?:[0-9a-f]{2})+$/.test(digests) ? new Uint8Array(Buffer.from(digests, "hex")) : undefined
+})
 
 /** bytes equals buf[at, at + n). */
 export const bytesAt = (bytes: Uint8Array, buf: Uint8Array, at: number, n: number): boolean => {

@@ -5,9 +5,9 @@
  * Effect, one reused template buffer, one-shot hashes.
  */
 import type * as crypto from "node:crypto"
-import { digestHexOf, emptyFields, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
+import { digestHexOf, emptyFields, nameOf, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
-import { digestSize, type HashAlg, hashAlgFromHexLength, hashBytes } from "./hash.js"
+import { digestSize, type HashAlg, hashAlgFromHexLength, hashLatin1 } from "./hash.js"
 import { bytesAt, NameTable } from "./nameTable.js"
 import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
@@ -50,15 +50,38 @@ export interface ImaVerificationResult {
   readonly retry: boolean
 }
 
-const nibble = (c: number): number => (c < 256 ? HEX_VALUE[c]! : -1)
+const nibble = (c: number): number => HEX_VALUE[c]!
 
-/** text[at, at + 2·d.length) is the hex of d (either case); no slicing or decoding. */
-const hexEquals = (text: string, at: number, d: Uint8Array): boolean => {
+/** Lower-case hex character codes of each byte's high and low nibble. */
+const HEX_HI = new Uint16Array(256)
+const HEX_LO = new Uint16Array(256)
+for (let b = 0; b < 256; b++) {
+  HEX_HI[b] = "0123456789abcdef".charCodeAt(b >> 4)
+  HEX_LO[b] = "0123456789abcdef".charCodeAt(b & 15)
+}
+
+/**
+ * text[at, at + 2·d.length) is the hex of the digest d (latin1: one byte per character), either case;
+ * no slicing or decoding. The kernel prints lower case: compare character codes, and decode only if
+ * that fails (upper case or a mismatch).
+ */
+const hexEquals = (text: string, at: number, d: string): boolean => {
   for (let i = 0; i < d.length; i++) {
-    if (((nibble(text.charCodeAt(at + 2 * i)) << 4) | nibble(text.charCodeAt(at + 2 * i + 1))) !== d[i]) return false
+    const b = d.charCodeAt(i)
+    if (text.charCodeAt(at + 2 * i) !== HEX_HI[b] || text.charCodeAt(at + 2 * i + 1) !== HEX_LO[b]) return hexDecodedEquals(text, at, d, i)
   }
   return true
 }
+
+const hexDecodedEquals = (text: string, at: number, d: string, from: number): boolean => {
+  for (let i = from; i < d.length; i++) {
+    if (((nibble(text.charCodeAt(at + 2 * i)) << 4) | nibble(text.charCodeAt(at + 2 * i + 1))) !== d.charCodeAt(i)) return false
+  }
+  return true
+}
+
+const latin1OfHex = (hex: string): string => Buffer.from(hex, "hex").toString("latin1")
+const hexOfLatin1 = (s: string): string => Buffer.from(s, "latin1").toString("hex")
 
 const isHexRange = (s: string, a: number, b: number): boolean => {
   for (let i = a; i < b; i++) if (nibble(s.charCodeAt(i)) < 0) return false
@@ -92,24 +115,22 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   }
 
   const nb = banks.length
-  const running: Array<Buffer> = banks.map((b) => {
+  // Digests are latin1 strings (one char per byte): crypto.hash returns those several times cheaper
+  // than a Buffer (no ArrayBuffer per call), and PCR comparisons become string equality.
+  const running: Array<string> = banks.map((b) => {
     const v = start.pcrs[b]
-    return v === undefined ? Buffer.alloc(digestSize(b)) : Buffer.from(v, "hex")
+    return v === undefined ? "\0".repeat(digestSize(b)) : latin1OfHex(v)
   })
   const sizes = banks.map(digestSize)
   const extendBufs = sizes.map((n) => Buffer.alloc(2 * n))
-  const ff = sizes.map((n) => Buffer.alloc(n, 0xff))
-  const pths: Array<Buffer> = ff.slice()
-  const targets: Array<Buffer | undefined> = banks.map((b) => {
+  const ff = sizes.map((n) => "\xff".repeat(n))
+  const pths: Array<string> = ff.slice()
+  const targets: Array<string | undefined> = banks.map((b) => {
     const q = quoted[b]
-    return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength)
+    return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength).toString("latin1")
   })
   const allMatch = (): boolean => {
-    for (let i = 0; i < nb; i++) {
-      const r = running[i]!
-      const t = targets[i]!
-      if (r[0] !== t[0] || r[1] !== t[1] || !r.equals(t)) return false
-    }
+    for (let i = 0; i < nb; i++) if (running[i] !== targets[i]) return false
     return true
   }
 
@@ -140,7 +161,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   /** Keylime `_validate_ima_ng` against one of the policy's maps; returns true when it passes. */
   const checkNg = (map: DigestLookup, line: number): boolean => {
     if (policy === undefined) return true
-    const name = f.name
+    const name = nameOf(text, f)
     // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
     const row = map.lookupRow(text, f.nameStart, f.nameEnd, f.nameHash)
     const allowed = row?.digests
@@ -184,19 +205,19 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     // Column 2 is hashed with the policy's log_hash_alg; a column of another digest length (e.g. the
     // kernel's ascii_runtime_measurements_sha256) is checked with the algorithm of that length.
     const thAlg = thLen === logHexLen ? logAlg : hashAlgFromHexLength(thLen)
-    let thDigest: Buffer | undefined
+    let thDigest: string | undefined
     let hashOk = false
     if (data !== undefined) {
       for (let i = 0; i < nb; i++) {
         if (tomtou) pths[i] = ff[i]!
         else {
-          const pth = hashBytes(banks[i]!, data)
+          const pth = hashLatin1(banks[i]!, data)
           pths[i] = pth
           if (banks[i] === thAlg) thDigest = pth
         }
       }
       if (!tomtou && thAlg !== undefined) {
-        thDigest ??= hashBytes(thAlg, data)
+        thDigest ??= hashLatin1(thAlg, data)
         hashOk = hexEquals(text, f.thStart, thDigest)
       }
       if (!tomtou && !hashOk && !isHexRange(text, f.thStart, f.thEnd)) reason = `template hash '${text.slice(f.thStart, f.thEnd)}' is not hex`
@@ -212,27 +233,27 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       const r = running[i]!
       const p = pths[i]!
       const n = sizes[i]!
-      // 20–64 bytes: a JS loop is cheaper than TypedArray#set's call overhead
+      // 20–64 bytes: a JS loop is cheaper than Buffer#write's call overhead
       for (let k = 0; k < n; k++) {
-        eb[k] = r[k]!
-        eb[n + k] = p[k]!
+        eb[k] = r.charCodeAt(k)
+        eb[n + k] = p.charCodeAt(k)
       }
-      running[i] = hashBytes(banks[i]!, eb)
+      running[i] = hashLatin1(banks[i]!, eb)
     }
     let valid = true
     if (f.pcrEnd - f.pcrStart !== 2 || text.charCodeAt(f.pcrStart) !== 49 || text.charCodeAt(f.pcrStart + 1) !== 48) {
       const pcr = text.slice(f.pcrStart, f.pcrEnd)
-      failures.push(failure(FailureType.imaPcr, `IMA PCR is not the configured one: expected 10, got ${pcr} (entry ${lineNo}: ${f.name})`, lineNo, f.name))
+      failures.push(failure(FailureType.imaPcr, `IMA PCR is not the configured one: expected 10, got ${pcr} (entry ${lineNo}: ${nameOf(text, f)})`, lineNo, nameOf(text, f)))
       valid = false
     }
     if (tomtou) {
       if (input.tomtouFailures === true) {
-        failures.push(failure(FailureType.tomtou, `hash validation was skipped (ToMToU/violation entry ${lineNo}: ${f.name})`, lineNo, f.name))
+        failures.push(failure(FailureType.tomtou, `hash validation was skipped (ToMToU/violation entry ${lineNo}: ${nameOf(text, f)})`, lineNo, nameOf(text, f)))
       }
       valid = false
     } else if (!hashOk) {
       failures.push(
-        failure(FailureType.imaHash, `IMA template hash does not match the calculated hash (entry ${lineNo}: ${f.name})`, lineNo, f.name)
+        failure(FailureType.imaHash, `IMA template hash does not match the calculated hash (entry ${lineNo}: ${nameOf(text, f)})`, lineNo, nameOf(text, f))
       )
       valid = false
     }
@@ -253,13 +274,13 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     if (!found && allMatch()) {
       found = true
       matchCount = count
-      matchPcrs = running.map((r) => r.toString("hex"))
+      matchPcrs = running.map(hexOfLatin1)
       matchLearned = keyring.learned.length
     }
   }
 
   function validateSig(lineNo: number): void {
-    const name = f.name
+    const name = nameOf(text, f)
     if (keyring.size > 0 && f.extraLength > 0) {
       if (policy?.exclude !== undefined && policy.exclude.test(name)) return
       const sig = tb.buf.subarray(f.extraStart, f.extraStart + f.extraLength)
@@ -275,7 +296,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   }
 
   function validateBuf(lineNo: number): void {
-    const name = f.name
+    const name = nameOf(text, f)
     const buf = tb.buf.subarray(f.extraStart, f.extraStart + f.extraLength)
     const key: crypto.KeyObject | undefined = buf.length > 0 ? publicKeyFrom(buf) : undefined
     if (key !== undefined) {
@@ -292,12 +313,12 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   }
 
   if (!found) {
-    const want = banks.map((b, i) => `${b}:${targets[i]?.toString("hex") ?? ""}`).join(", ")
+    const want = banks.map((b, i) => `${b}:${hexOfLatin1(targets[i] ?? "")}`).join(", ")
     failures.push(failure(FailureType.pcrMismatch, `IMA measurement list does not match TPM PCR ${want}`))
   }
 
   const endPcrs: Partial<Record<HashAlg, string>> = {}
-  banks.forEach((b, i) => (endPcrs[b] = running[i]!.toString("hex")))
+  banks.forEach((b, i) => (endPcrs[b] = hexOfLatin1(running[i]!)))
   const learned = (upTo: number) => keyring.learned.slice(0, upTo)
 
   let state: ImaState
