@@ -35,7 +35,9 @@ describe("vectors/tpm public areas", () => {
       const bytes = readVector("tpm", ...f.split("/"))
       const pub = right(parseTpm2bPublic(bytes))
       expect(hex(marshalTpm2bPublic(pub))).toBe(hex(bytes))
-      expect(hex(marshalTpm2bPublic({ ...pub, bytes: undefined as never }))).toBe(hex(bytes))
+      // without the parsed bytes: marshalled from the fields alone
+      const { bytes: _parsed, ...fields } = pub
+      expect(hex(marshalTpm2bPublic(fields))).toBe(hex(bytes))
     })
   }
   for (const ak of ["rsa", "ecc"]) {
