@@ -1,6 +1,6 @@
 /** TPMS_ATTEST (Part 2 §10.12.12) for quotes (TPM_ST_ATTEST_QUOTE) and certify (TPM_ST_ATTEST_CERTIFY). */
 import { Either } from "effect"
-import { parseWith, type Reader, Writer } from "./bytes.js"
+import { parseWhole, type Reader, Writer } from "./bytes.js"
 import { TPM_ST_ATTEST_CERTIFY, TPM_ST_ATTEST_QUOTE } from "./constants.js"
 import type { TpmParseError } from "./errors.js"
 import { readPcrSelection, writePcrSelection, type PcrSelectionEntry } from "./pcrSelection.js"
@@ -73,11 +73,7 @@ export const readAttest = (r: Reader): TpmsAttest => {
 
 /** TPMS_ATTEST bytes (no TPM2B prefix, as tpm2_quote -m writes and the AK signs), fully consumed. */
 export const parseAttest = (bytes: Uint8Array): Either.Either<TpmsAttest, TpmParseError> =>
-  parseWith("TPMS_ATTEST", bytes, (r) => {
-    const a = readAttest(r)
-    r.end("TPMS_ATTEST")
-    return a
-  })
+  parseWhole("TPMS_ATTEST", bytes, readAttest)
 
 export const writeAttest = (w: Writer, a: TpmsAttest): void => {
   w.u32(a.magic >>> 0)

@@ -117,6 +117,14 @@ export const parseWith = <A>(
   }
 }
 
+/** Reads one whole structure: `read` must consume every byte, else a "trailing bytes" error. */
+export const parseWhole = <A>(structure: string, data: Uint8Array, read: (r: Reader) => A): Either.Either<A, TpmParseError> =>
+  parseWith(structure, data, (r) => {
+    const a = read(r)
+    r.end()
+    return a
+  })
+
 /** Same as parseWith but for a reader already positioned inside a larger buffer. */
 export const parseAt = <A>(r: Reader, f: (r: Reader) => A): Either.Either<A, TpmParseError> => {
   try {

@@ -12,7 +12,7 @@ import {
 } from "node:crypto"
 import { Either } from "effect"
 import type { CredentialBlob } from "./Tpm.js"
-import { concatBytes, equalBytes, parseWith, Writer } from "./bytes.js"
+import { concatBytes, equalBytes, parseWhole, parseWith, Writer } from "./bytes.js"
 import { CREDENTIAL_FILE_MAGIC, CREDENTIAL_FILE_VERSION, TPM_ALG } from "./constants.js"
 import { CredentialError, type TpmParseError } from "./errors.js"
 import { digestSize, type HashAlg } from "./hashAlg.js"
@@ -131,10 +131,9 @@ export const activateCredentialWithKey = (
         privateDecrypt({ key: ekPrivateKey, padding: cryptoConstants.RSA_PKCS1_OAEP_PADDING, oaepHash: nameAlg, oaepLabel: IDENTITY_LABEL }, blob.secret)
       )
     } else if (ekPublic.type === "ecc") {
-      const point = parseWith("TPMS_ECC_POINT", blob.secret, (r) => {
+      const point = parseWhole("TPMS_ECC_POINT", blob.secret, (r) => {
         const x = r.tpm2b("TPMS_ECC_POINT.x")
         const y = r.tpm2b("TPMS_ECC_POINT.y")
-        r.end()
         return { x, y }
       })
       if (Either.isLeft(point)) return fail("parse", point.left.message)
@@ -158,11 +157,7 @@ export const activateCredentialWithKey = (
     const symKey = kdfa(nameAlg, seed, "STORAGE", akName, new Uint8Array(0), aesBits)
     const d = createDecipheriv(aesCfb(aesBits), symKey, Buffer.alloc(16))
     const plain = new Uint8Array(Buffer.concat([d.update(encIdentity), d.final()]))
-    const secret = parseWith("TPM2B_DIGEST", plain, (r) => {
-      const s = r.tpm2b("TPM2B_DIGEST")
-      r.end()
-      return s
-    })
+    const secret = parseWhole("TPM2B_DIGEST", plain, (r) => r.tpm2b("TPM2B_DIGEST"))
     if (Either.isLeft(secret)) return fail("decrypt", `decrypted credential is malformed: ${secret.left.message}`)
     return Either.right(new Uint8Array(secret.right))
   } catch (e) {

@@ -1,6 +1,6 @@
 /** TPML_PCR_SELECTION (Part 2 §10.9.7) and Keylime PCR masks. */
 import { Either } from "effect"
-import { parseWith, type Reader, Writer } from "./bytes.js"
+import { parseWhole, type Reader, Writer } from "./bytes.js"
 import type { TpmParseError } from "./errors.js"
 import { algIdOf, hashAlgFromId } from "./hashAlg.js"
 import type { PcrBankSelection, PcrSelection } from "./Tpm.js"
@@ -64,11 +64,7 @@ export const writePcrSelection = (w: Writer, sel: ReadonlyArray<PcrSelectionEntr
 }
 
 export const parsePcrSelection = (bytes: Uint8Array): Either.Either<Array<PcrSelectionEntry>, TpmParseError> =>
-  parseWith("TPML_PCR_SELECTION", bytes, (r) => {
-    const s = readPcrSelection(r)
-    r.end()
-    return s
-  })
+  parseWhole("TPML_PCR_SELECTION", bytes, readPcrSelection)
 
 export const marshalPcrSelection = (sel: ReadonlyArray<PcrSelectionEntry>): Uint8Array => {
   const w = new Writer(64)

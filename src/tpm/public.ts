@@ -6,7 +6,7 @@
  */
 import { createHash, createPublicKey, type KeyObject } from "node:crypto"
 import { Either } from "effect"
-import { parseWith, type Reader, Writer, concatBytes } from "./bytes.js"
+import { parseWhole, type Reader, Writer, concatBytes } from "./bytes.js"
 import { TPM_ALG, TPM_ECC, TPM_RH_ENDORSEMENT, TPMA_OBJECT } from "./constants.js"
 import { TpmParseError } from "./errors.js"
 import { algIdOf, digestSize, hashAlgFromId, type HashAlg } from "./hashAlg.js"
@@ -155,11 +155,7 @@ export const readTpmtPublic = (r: Reader): TpmtPublic => {
 
 /** TPMT_PUBLIC bytes (no size prefix), fully consumed. */
 export const parseTpmtPublic = (bytes: Uint8Array): Either.Either<TpmtPublic, TpmParseError> =>
-  parseWith("TPMT_PUBLIC", bytes, (r) => {
-    const pub = readTpmtPublic(r)
-    r.end("TPMT_PUBLIC")
-    return pub
-  })
+  parseWhole("TPMT_PUBLIC", bytes, readTpmtPublic)
 
 /** Reads a TPM2B_PUBLIC whose size must match the TPMT_PUBLIC inside it. */
 export const readTpm2bPublic = (r: Reader): TpmtPublic => {
@@ -174,11 +170,7 @@ export const readTpm2bPublic = (r: Reader): TpmtPublic => {
 
 /** TPM2B_PUBLIC bytes (u16 size ‖ TPMT_PUBLIC), as tpm2-tools `-f tss` and Keylime `aik_tpm`. */
 export const parseTpm2bPublic = (bytes: Uint8Array): Either.Either<TpmtPublic, TpmParseError> =>
-  parseWith("TPM2B_PUBLIC", bytes, (r) => {
-    const pub = readTpm2bPublic(r)
-    r.end("TPM2B_PUBLIC")
-    return pub
-  })
+  parseWhole("TPM2B_PUBLIC", bytes, readTpm2bPublic)
 
 // ---------------------------------------------------------------------------------------------
 // marshal

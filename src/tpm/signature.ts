@@ -5,7 +5,7 @@
  */
 import { constants as cryptoConstants, verify, type KeyObject } from "node:crypto"
 import { Either } from "effect"
-import { parseWith, type Reader, Writer } from "./bytes.js"
+import { parseWhole, type Reader, Writer } from "./bytes.js"
 import { TPM_ALG } from "./constants.js"
 import type { TpmParseError } from "./errors.js"
 import { algIdOf, digestSize, hashAlgFromId, type HashAlg } from "./hashAlg.js"
@@ -48,11 +48,7 @@ export const readSignature = (r: Reader): TpmtSignature => {
 
 /** TPMT_SIGNATURE bytes (tpm2_quote -s), fully consumed. */
 export const parseSignature = (bytes: Uint8Array): Either.Either<TpmtSignature, TpmParseError> =>
-  parseWith("TPMT_SIGNATURE", bytes, (r) => {
-    const s = readSignature(r)
-    r.end("TPMT_SIGNATURE")
-    return s
-  })
+  parseWhole("TPMT_SIGNATURE", bytes, readSignature)
 
 export const writeSignature = (w: Writer, s: TpmtSignature): void => {
   w.u16(TPM_ALG[s.alg]).u16(algIdOf(s.hash))
