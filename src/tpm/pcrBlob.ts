@@ -15,6 +15,12 @@ export interface PcrBlob {
   readonly values: PcrValues
 }
 
+export interface ParsedPcrBlob {
+  readonly blob: PcrBlob
+  /** The digests concatenated in selection order: what a quote's pcrDigest hashes, so the verifier need not gather them. */
+  readonly ordered: Uint8Array
+}
+
 const SEL_SLOTS = 16
 const SEL_SLOT_SIZE = 8 // u16 hash, u8 sizeofSelect, u8[4] pcrSelect, 1 pad byte
 const DIGEST_SLOTS = 8
@@ -22,7 +28,10 @@ const DIGEST_SLOT_SIZE = 66 // u16 size, u8[64]
 const DIGEST_BLOCK = 4 + DIGEST_SLOTS * DIGEST_SLOT_SIZE // 532
 
 /** Parses the blob; the digests must fill the selection exactly and the blob must be consumed. */
-export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParseError> =>
+export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParseError> => Either.map(readPcrBlob(bytes), (p) => p.blob)
+
+/** parsePcrBlob, also returning the digests in selection order (the quote verifier's input). */
+export const readPcrBlob = (bytes: Uint8Array): Either.Either<ParsedPcrBlob, TpmParseError> =>
   parseWith("PCR blob", bytes, (r: Reader) => {
     const S = "PCR blob TPML_PCR_SELECTION"
     const count = r.u32le(S)
@@ -61,12 +70,17 @@ export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParse
         const at = r.offset
         const size = r.u16le(D)
         if (size > 64) r.fail(`digest size ${size} > 64`, D, at)
-        const buf = r.bytes(64, D)
-        digests.push(buf.subarray(0, size))
+        digests.push(r.bytes(size, D))
+        r.skip(64 - size, D)
       }
     }
     if (digests.length !== needed) r.fail(`${digests.length} digests for ${needed} selected PCRs`, "PCR blob TPML_DIGEST")
+    let total = 0
+    for (const d of digests) total += d.length
+    // From node's pool: a fresh Uint8Array (own ArrayBuffer) costs more than the rest of the parse.
+    const ordered = Buffer.allocUnsafe(total)
     let k = 0
+    let at = 0
     const values: Array<PcrBankValues> = []
     for (const e of selection) {
       const m = new Map<number, Uint8Array>()
@@ -74,11 +88,13 @@ export const parsePcrBlob = (bytes: Uint8Array): Either.Either<PcrBlob, TpmParse
       for (const p of e.pcrs) {
         const d = digests[k++]!
         if (d.length !== size) r.fail(`PCR ${p} of bank ${e.hash} has a ${d.length}-byte digest`, "PCR blob TPML_DIGEST")
+        for (let i = 0; i < size; i++) ordered[at + i] = d[i]!
         m.set(p, d)
+        at += size
       }
       values.push({ hash: e.hash, values: m })
     }
-    return { selection, values }
+    return { blob: { selection, values }, ordered }
   })
 
 /** Writes the blob as tpm2-tools does: unused slots and padding zeroed, 8 digests per block. */

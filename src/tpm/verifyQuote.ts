@@ -8,12 +8,12 @@ import * as nodeCrypto from "node:crypto"
 import { createHash, type KeyObject } from "node:crypto"
 import { Either } from "effect"
 import { resolveAk } from "./akCache.js"
-import { equalBytes, sameBytes } from "./bytes.js"
+import { equalBytes } from "./bytes.js"
 import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
 import { QuoteVerifyError, type QuoteCheck } from "./errors.js"
 import { digestSize, type HashAlg } from "./hashAlg.js"
 import { parseAttest, type ClockInfo, type QuoteAttest } from "./attest.js"
-import { parsePcrBlob, type PcrBlob } from "./pcrBlob.js"
+import { type PcrBlob, readPcrBlob } from "./pcrBlob.js"
 import { sameSelection } from "./pcrSelection.js"
 import type { TpmtPublic } from "./public.js"
 import { decodeQuoteString } from "./quoteString.js"
@@ -46,11 +46,44 @@ export interface VerifiedQuote {
   readonly signature: TpmtSignature
 }
 
-/** crypto.hash (node >= 20.12) is a one-shot digest without a Hash object; fall back otherwise. */
-const oneShotHash: (alg: HashAlg, data: Uint8Array) => Uint8Array =
+/**
+ * crypto.hash (node >= 20.12) is a one-shot digest without a Hash object; a latin1 string (one char
+ * per byte; "binary" is latin1) comes back without the ArrayBuffer a Buffer result costs.
+ */
+const hashLatin1: (alg: HashAlg, data: Uint8Array) => string =
   typeof nodeCrypto.hash === "function"
-    ? (alg, data) => nodeCrypto.hash(alg, data, "buffer")
-    : (alg, data) => createHash(alg).update(data).digest()
+    ? (alg, data) => nodeCrypto.hash(alg, data, "binary")
+    : (alg, data) => createHash(alg).update(data).digest("binary")
+
+/** The latin1 digest d equals the bytes b. */
+const sameDigest = (d: string, b: Uint8Array): boolean => {
+  if (d.length !== b.length) return false
+  for (let i = 0; i < b.length; i++) if (d.charCodeAt(i) !== b[i]) return false
+  return true
+}
+
+/** The PCR values in selection order, as pcrDigest hashes them (gathered unless the blob parse did). */
+const orderedValues = (pcrs: PcrBlob): Uint8Array | QuoteVerifyError => {
+  const values = pcrs.values
+  let total = 0
+  for (const bank of pcrs.selection) total += bank.pcrs.length * digestSize(bank.hash)
+  const buf = new Uint8Array(total)
+  let at = 0
+  for (const bank of pcrs.selection) {
+    const bv = values.find((v) => v.hash === bank.hash)
+    if (bv === undefined) return selectionError(`no values for bank ${bank.hash}`)
+    for (const p of bank.pcrs) {
+      const d = bv.values.get(p)
+      if (d === undefined) return selectionError(`no value for PCR ${p} in bank ${bank.hash}`)
+      if (d.length !== digestSize(bank.hash)) return selectionError(`PCR ${p} of bank ${bank.hash} is ${d.length} bytes`)
+      buf.set(d, at)
+      at += d.length
+    }
+  }
+  return buf
+}
+
+const selectionError = (message: string) => new QuoteVerifyError({ check: "pcr_selection", message })
 
 const fail = (check: QuoteCheck, message: string): Either.Either<never, QuoteVerifyError> =>
   Either.left(new QuoteVerifyError({ check, message }))
@@ -87,7 +120,11 @@ export const checkMagicAndType = (attest: Uint8Array, expectedType: number, type
   return undefined
 }
 
-export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuote, QuoteVerifyError> => {
+export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuote, QuoteVerifyError> =>
+  verifyWithOrdered(input, undefined)
+
+/** `ordered`: the PCR values in selection order when the blob parse already has them. */
+const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefined): Either.Either<VerifiedQuote, QuoteVerifyError> => {
   let key = input.akKey
   if (key === undefined) {
     const ak = resolveAk(input.akPublic)
@@ -116,30 +153,15 @@ export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuot
   if (!sameSelection(attest.attested.pcrSelect, input.pcrs.selection)) {
     return fail("pcr_selection", "the PCR selection in the quote differs from the selection of the PCR values sent with it")
   }
-  // Gather the values into one buffer and hash once: cheaper than a Hash object with updates.
-  const values = input.pcrs.values
-  let total = 0
-  for (const bank of input.pcrs.selection) total += bank.pcrs.length * digestSize(bank.hash)
-  const buf = Buffer.allocUnsafe(total)
-  let at = 0
-  for (const bank of input.pcrs.selection) {
-    const bv = values.length === 1 && values[0]!.hash === bank.hash ? values[0] : values.find((v) => v.hash === bank.hash)
-    if (bv === undefined) return fail("pcr_selection", `no values for bank ${bank.hash}`)
-    for (const p of bank.pcrs) {
-      const d = bv.values.get(p)
-      if (d === undefined) return fail("pcr_selection", `no value for PCR ${p} in bank ${bank.hash}`)
-      if (d.length !== digestSize(bank.hash)) return fail("pcr_selection", `PCR ${p} of bank ${bank.hash} is ${d.length} bytes`)
-      buf.set(d, at)
-      at += d.length
-    }
-  }
-  if (!sameBytes(oneShotHash(sig.hash, buf), attest.attested.pcrDigest)) {
+  const ordered = known ?? orderedValues(input.pcrs)
+  if (ordered instanceof QuoteVerifyError) return Either.left(ordered)
+  if (!sameDigest(hashLatin1(sig.hash, ordered), attest.attested.pcrDigest)) {
     return fail("pcr_digest", `the ${sig.hash} digest of the PCR values does not match the quote's pcrDigest`)
   }
 
   if (!verifySignature(key, sig, input.attest)) return fail("signature", "the AK signature over the quote does not verify")
 
-  return Either.right({ pcrs: values, clockInfo: attest.clockInfo, firmwareVersion: attest.firmwareVersion, attest, signature: sig })
+  return Either.right({ pcrs: input.pcrs.values, clockInfo: attest.clockInfo, firmwareVersion: attest.firmwareVersion, attest, signature: sig })
 }
 
 export interface VerifyQuoteStringOptions {
@@ -157,14 +179,8 @@ export const verifyQuoteString = (
 ): Either.Either<VerifiedQuote, QuoteVerifyError> => {
   const parts = decodeQuoteString(quote)
   if (Either.isLeft(parts)) return fail("parse", `quote string at ${parts.left.offset}: ${parts.left.message}`)
-  const pcrs = parsePcrBlob(parts.right.pcrBlob)
+  const pcrs = readPcrBlob(parts.right.pcrBlob)
   if (Either.isLeft(pcrs)) return fail("parse", `${pcrs.left.structure} at ${pcrs.left.offset}: ${pcrs.left.message}`)
-  return verifyQuote({
-    akPublic,
-    attest: parts.right.attest,
-    signature: parts.right.signature,
-    pcrs: pcrs.right,
-    nonce,
-    ...options
-  })
+  const input = { akPublic, attest: parts.right.attest, signature: parts.right.signature, pcrs: pcrs.right.blob, nonce, ...options }
+  return verifyWithOrdered(input, pcrs.right.ordered)
 }
