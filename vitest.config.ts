@@ -9,6 +9,6 @@ export default defineConfig({
     // Two cores: swtpm, PostgreSQL and the servers under test share them with the workers.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    reporters: ["default"]
+    reporters: ["default", "./test/support/summaryReporter.ts"]
   }
 })
