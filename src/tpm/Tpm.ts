@@ -104,6 +104,13 @@ export interface TpmShape {
     pcr: number,
     digests: ReadonlyArray<{ readonly hash: HashAlg; readonly digest: Uint8Array }>
   ) => Effect.Effect<void, TpmError>
+  /**
+   * TPM2_PCR_Reset: sets the PCR to zeros in every bank. A TPM allows this only for the PCRs its
+   * platform profile makes resettable from the caller's locality; at locality 0 (what attest uses)
+   * the PC Client profile allows PCR 16 (debug) and 23 (application). Any other PCR fails with a
+   * TpmError naming it as not resettable (the TPM answers TPM_RC_LOCALITY).
+   */
+  readonly pcrReset: (pcr: number) => Effect.Effect<void, TpmError>
   readonly getRandom: (bytes: number) => Effect.Effect<Uint8Array, TpmError>
 }
 

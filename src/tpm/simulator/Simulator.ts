@@ -7,7 +7,8 @@
  *   manufacturer CA (manufacturer.ts).
  * - AKs: restricted signing keys derived from the seed and a counter; `SavedAk.private` is the key
  *   sealed under the seed (akBlob.ts), so only this simulator (same seed) can load it.
- * - PCR banks sha1 + sha256 (configurable), 24 PCRs each, zero at every start (a TPM reset).
+ * - PCR banks sha1 + sha256 (configurable), 24 PCRs each, zero at every start (a TPM reset);
+ *   PCRs 16 and 23 can also be reset on their own (TPM2_PCR_Reset at locality 0).
  * - clockInfo: clock from Effect's Clock plus the persisted clock; resetCount counts starts from
  *   the state file.
  */
@@ -287,6 +288,10 @@ export const makeSimulator = (
       return yield* Either.mapLeft(banks.extend(pcr, digests), (m) => err("pcrExtend", m))
     })
 
+    const pcrReset = Effect.fn("TpmSimulator.pcrReset")(function*(pcr: number) {
+      return yield* Either.mapLeft(banks.reset(pcr), (m) => err("pcrReset", m))
+    })
+
     const getRandom = Effect.fn("TpmSimulator.getRandom")(function*(bytes: number) {
       if (!Number.isInteger(bytes) || bytes < 0) return yield* err("getRandom", `invalid byte count ${bytes}`)
       return deterministic ? random.bytes(bytes) : new Uint8Array(randomBytes(bytes))
@@ -303,6 +308,7 @@ export const makeSimulator = (
       certify,
       pcrRead,
       pcrExtend,
+      pcrReset,
       getRandom
     } satisfies TpmShape
   })

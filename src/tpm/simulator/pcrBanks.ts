@@ -6,6 +6,9 @@ import type { HashAlg, PcrSelection, PcrValues } from "../Tpm.js"
 
 export const PCR_COUNT = 24
 
+/** PCRs TPM2_PCR_Reset may clear from locality 0 (PC Client profile: debug PCR 16, application PCR 23). */
+export const RESETTABLE_PCRS: ReadonlyArray<number> = [16, 23]
+
 export class PcrBanks {
   private readonly banks = new Map<HashAlg, Array<Uint8Array>>()
 
@@ -29,6 +32,16 @@ export class PcrBanks {
       out.push({ hash: sel.hash, values })
     }
     return Either.right(out)
+  }
+
+  /** Zeroes the PCR in every bank; other PCRs fail as a TPM answers TPM_RC_LOCALITY at locality 0. */
+  reset(pcr: number): Either.Either<void, string> {
+    if (!Number.isInteger(pcr) || pcr < 0 || pcr >= PCR_COUNT) return Either.left(`no PCR ${pcr}`)
+    if (!RESETTABLE_PCRS.includes(pcr)) {
+      return Either.left(`PCR ${pcr} is not resettable from locality 0 (TPM_RC_LOCALITY); only PCRs ${RESETTABLE_PCRS.join(" and ")} are`)
+    }
+    for (const bank of this.banks.values()) bank[pcr] = new Uint8Array(bank[pcr]!.length)
+    return Either.right(undefined)
   }
 
   /** Checks every digest first, so a bad request extends nothing. */

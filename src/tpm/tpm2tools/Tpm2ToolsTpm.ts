@@ -178,6 +178,18 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
       yield* provide(call("pcrExtend", (ctx) => runTool(ctx, "tpm2_pcrextend", [arg])))
     })
 
+    const pcrReset = Effect.fn("Tpm2Tools.pcrReset")(function*(pcr: number) {
+      yield* checkSelection("pcrReset", [{ hash: "sha256", pcrs: [pcr] }])
+      yield* provide(call("pcrReset", (ctx) => runTool(ctx, "tpm2_pcrreset", [String(pcr)]))).pipe(
+        // The TPM refuses PCRs outside its locality-0 reset set with TPM_RC_LOCALITY (0x907).
+        Effect.mapError((e) =>
+          /locality|0x907/i.test(`${e.message} ${e.detail ?? ""}`)
+            ? fail("pcrReset", `PCR ${pcr} is not resettable from locality 0 (TPM_RC_LOCALITY)`, e.detail)
+            : e
+        )
+      )
+    })
+
     const getRandom = Effect.fn("Tpm2Tools.getRandom")(function*(bytes: number) {
       if (!Number.isInteger(bytes) || bytes < 0) return yield* fail("getRandom", `invalid byte count ${bytes}`)
       if (bytes === 0) return new Uint8Array(0)
@@ -210,6 +222,7 @@ export const makeTpm2ToolsTpm = (config: Tpm2ToolsConfig): Effect.Effect<TpmShap
       certify,
       pcrRead,
       pcrExtend,
+      pcrReset,
       getRandom
     } satisfies TpmShape
   })

@@ -138,6 +138,27 @@ export const tpmContract = (name: string, tpmLayer: Layer.Layer<Tpm | ReopenTpm,
         expect(Either.isLeft(bad)).toBe(true)
       }))
 
+    it.effect("resets PCR 16 to zeros in every bank, and refuses to reset PCR 0", () =>
+      Effect.gen(function*() {
+        const tpm = yield* Tpm
+        const sel: PcrSelection = [{ hash: "sha1", pcrs: [16] }, { hash: "sha256", pcrs: [16] }]
+        yield* tpm.pcrExtend(16, extendDigests("before reset"))
+        const extended = yield* tpm.pcrRead(sel)
+        for (const bank of extended) expect(bank.values.get(16)!.some((b) => b !== 0)).toBe(true)
+        yield* tpm.pcrReset(16)
+        const reset = yield* tpm.pcrRead(sel)
+        expect(reset.map((b) => [b.hash, Buffer.from(b.values.get(16)!).toString("hex")])).toEqual([
+          ["sha1", "00".repeat(20)],
+          ["sha256", "00".repeat(32)]
+        ])
+        const pcr0 = (yield* tpm.pcrRead([{ hash: "sha256", pcrs: [0] }]))[0]!.values.get(0)
+        const refused = yield* Effect.either(tpm.pcrReset(0))
+        expect(Either.isLeft(refused) && refused.left._tag).toBe("TpmError")
+        if (Either.isLeft(refused)) expect(refused.left.message).toMatch(/PCR 0 .*not resettable/)
+        // A refused reset leaves the PCR as it was.
+        expect((yield* tpm.pcrRead([{ hash: "sha256", pcrs: [0] }]))[0]!.values.get(0)).toEqual(pcr0)
+      }))
+
     it.scoped("reloads a saved AK in a new instance: same name, and its quotes verify with the saved public", () =>
       Effect.gen(function*() {
         const tpm = yield* Tpm
