@@ -137,9 +137,9 @@ const serialBytes = (serial: bigint): Either.Either<Uint8Array, PkiError> => {
 }
 
 // RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050.
-const time = (d: Date) => new pkijs.Time({ type: d.getUTCFullYear() < 2050 ? 0 : 1, value: d })
+export const time = (d: Date) => new pkijs.Time({ type: d.getUTCFullYear() < 2050 ? 0 : 1, value: d })
 
-const signatureOid = (
+export const signatureOid = (
   key: crypto.KeyObject,
   hash: "sha256" | "sha384" | undefined
 ): Either.Either<{ oid: string; hash: "sha256" | "sha384"; ec: boolean }, PkiError> => {
