@@ -37,21 +37,18 @@ export const readPcrBlob = (bytes: Uint8Array): Either.Either<ParsedPcrBlob, Tpm
     const count = r.u32le(S)
     if (count > SEL_SLOTS) r.fail(`selection count ${count} exceeds ${SEL_SLOTS}`, S, 0)
     const selection: Array<PcrSelectionEntry> = []
-    for (let i = 0; i < SEL_SLOTS; i++) {
-      if (i >= count) {
-        r.skip(SEL_SLOT_SIZE, S) // unused slot
-        continue
-      }
+    // Skips (unused slots, padding) are taken in one step: this parse runs once per quote on the verifier.
+    for (let i = 0; i < count; i++) {
       const at = r.offset
       const alg = r.u16le(S)
       const sizeofSelect = r.u8(S)
-      const select = r.bytes(PCR_SELECT_MAX, S)
-      r.u8(S) // struct padding
+      r.skip(PCR_SELECT_MAX + 1, S) // the bitmap, then struct padding
       const hash = hashAlgFromId(alg)
       if (hash === undefined) r.fail(`unsupported bank hash 0x${alg.toString(16)}`, S, at)
       if (sizeofSelect > PCR_SELECT_MAX) r.fail(`sizeofSelect ${sizeofSelect} > ${PCR_SELECT_MAX}`, S, at + 2)
-      selection.push({ hash, sizeofSelect, pcrs: pcrsOfBitmap(select.subarray(0, sizeofSelect)) })
+      selection.push({ hash, sizeofSelect, pcrs: pcrsOfBitmap(r.data.subarray(at + 3, at + 3 + sizeofSelect)) })
     }
+    r.skip((SEL_SLOTS - count) * SEL_SLOT_SIZE, S) // unused slots
     let needed = 0
     for (const e of selection) needed += e.pcrs.length
     const blocks = r.u32le("PCR blob")
@@ -62,17 +59,14 @@ export const readPcrBlob = (bytes: Uint8Array): Either.Either<ParsedPcrBlob, Tpm
       const D = "PCR blob TPML_DIGEST"
       const n = r.u32le(D)
       if (n > DIGEST_SLOTS) r.fail(`digest count ${n} exceeds ${DIGEST_SLOTS}`, D, r.offset - 4)
-      for (let i = 0; i < DIGEST_SLOTS; i++) {
-        if (i >= n) {
-          r.skip(DIGEST_SLOT_SIZE, D)
-          continue
-        }
+      for (let i = 0; i < n; i++) {
         const at = r.offset
         const size = r.u16le(D)
         if (size > 64) r.fail(`digest size ${size} > 64`, D, at)
         digests.push(r.bytes(size, D))
         r.skip(64 - size, D)
       }
+      r.skip((DIGEST_SLOTS - n) * DIGEST_SLOT_SIZE, D) // unused slots
     }
     if (digests.length !== needed) r.fail(`${digests.length} digests for ${needed} selected PCRs`, "PCR blob TPML_DIGEST")
     let total = 0
