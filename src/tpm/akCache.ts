@@ -33,10 +33,14 @@ const resolveParsed = (pub: TpmtPublic): Either.Either<ResolvedAk, QuoteVerifyEr
  * TPM_GENERATED_VALUE, which is what makes a TPMS_ATTEST trustworthy.
  */
 export const resolveAk = (ak: TpmtPublic | Uint8Array, requireRestricted = true): Either.Either<ResolvedAk, QuoteVerifyError> => {
-  const found = byObject.get(ak) ?? (ak instanceof Uint8Array ? byBytes.get(toBase64(ak)) : undefined)
+  let found = byObject.get(ak)
+  if (found === undefined && ak instanceof Uint8Array) {
+    found = byBytes.get(toBase64(ak))
+    // Same bytes in a new array: remember the array too, so the next call skips the base64 key.
+    if (found !== undefined) byObject.set(ak, found)
+  }
   if (found !== undefined) {
     // A hit returns the cached KeyObject itself: rebuilding it is the cost the cache exists to avoid.
-    byObject.set(ak, found)
     return requireRestricted && !isRestrictedSigningKey(found.public) ? restrictedError() : Either.right(found)
   }
   let pub: TpmtPublic

@@ -8,7 +8,7 @@ import * as nodeCrypto from "node:crypto"
 import { createHash, type KeyObject } from "node:crypto"
 import { Either } from "effect"
 import { resolveAk } from "./akCache.js"
-import { equalBytes } from "./bytes.js"
+import { sameBytes } from "./bytes.js"
 import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
 import { QuoteVerifyError, type QuoteCheck } from "./errors.js"
 import { digestSize, type HashAlg } from "./hashAlg.js"
@@ -148,7 +148,8 @@ const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefine
   if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
   const attest = parsed.right as QuoteAttest
 
-  if (!equalBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce (stale or replayed quote)")
+  // The nonce is public (the agent echoes it): a plain compare, no constant-time native call.
+  if (!sameBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce (stale or replayed quote)")
 
   if (!sameSelection(attest.attested.pcrSelect, input.pcrs.selection)) {
     return fail("pcr_selection", "the PCR selection in the quote differs from the selection of the PCR values sent with it")
