@@ -1,11 +1,14 @@
 /**
  * Is a TLS peer an administrator? (spec §5.3): its client certificate chains to
- * `trusted_client_ca`, is not expired, and carries the Client Authentication EKU. Pure, so the
+ * `trusted_client_ca`, is not expired, is not revoked (when the trusted CAs' CRLs are given), and
+ * carries the Client Authentication EKU. Pure, so the
  * HTTP layer can call it per request with the time from `Clock`.
  */
 import type * as crypto from "node:crypto"
 import { Either } from "effect"
 import { EKU } from "./certificate.js"
+import { normalizeSerial, type RevocationList } from "./crl.js"
+import { certificateFields } from "./der.js"
 import { type TrustStore, verifyChain } from "./chain.js"
 import { parseCertificate } from "./parse.js"
 
@@ -15,11 +18,14 @@ export interface Admin {
   readonly certificate: crypto.X509Certificate
 }
 
-export type NotAdminReason = "no-certificate" | "malformed" | "untrusted" | "expired" | "no-client-auth-eku"
+export type NotAdminReason = "no-certificate" | "malformed" | "untrusted" | "expired" | "revoked" | "no-client-auth-eku"
 
 export interface NotAdmin {
   readonly reason: NotAdminReason
   readonly message: string
+  /** Set for `revoked`: the serial (hex) and subject, for the log line. */
+  readonly serial?: string
+  readonly subject?: string
 }
 
 const cnOf = (x: crypto.X509Certificate): string =>
@@ -28,7 +34,9 @@ const cnOf = (x: crypto.X509Certificate): string =>
 export const isAdminCertificate = (
   peerCertDer: Uint8Array | undefined,
   trustedCas: TrustStore,
-  now: Date
+  now: Date,
+  /** Parsed, verified CRLs of the trusted CAs; without it revocation is not checked. */
+  revocations?: RevocationList
 ): Either.Either<Admin, NotAdmin> => {
   if (peerCertDer === undefined || peerCertDer.length === 0) {
     return Either.left({ reason: "no-certificate", message: "no client certificate was presented" })
@@ -43,6 +51,20 @@ export const isAdminCertificate = (
       reason: e.kind === "expired" || e.kind === "not-yet-valid" ? "expired" : "untrusted",
       message: e.message
     })
+  }
+  if (revocations !== undefined) {
+    const fields = certificateFields(peerCertDer)
+    if (Either.isLeft(fields)) return Either.left({ reason: "malformed", message: fields.left.reason })
+    const listed = revocations.byIssuer.get(Buffer.from(fields.right.issuer).toString("hex"))
+    const serial = normalizeSerial(x.serialNumber)
+    if (listed?.has(serial)) {
+      return Either.left({
+        reason: "revoked",
+        message: `client certificate ${cnOf(x)} (serial ${serial}) is revoked by its CA's CRL`,
+        serial,
+        subject: x.subject.replace(/\n/g, ", ")
+      })
+    }
   }
   // node reports the EKU OIDs as keyUsage; undefined when the extension is absent.
   if (!(x.keyUsage ?? []).includes(EKU.clientAuth)) {

@@ -4,13 +4,15 @@
  *   server-cert.crt, server-private.pem, server-public.pem  HTTPS certificate of verifier and registrar
  *   client-cert.crt, client-private.pem, client-public.pem  the admin client certificate (CN `client`)
  *   <name>-cert.crt, <name>-private.pem, <name>-public.pem  further administrators (§5.5.3)
+ *   cacrl.der, cacrl.pem                                  the CA's revocation list (crl.ts, revoke.ts)
  * Creation is idempotent: existing files are reused, a CA is never overwritten.
  */
 import type * as crypto from "node:crypto"
 import * as path from "node:path"
 import { Clock, Effect, Either } from "effect"
+import { issueCrl } from "./crl.js"
 import { EKU, generateKeyPair, issueCertificate, type KeyKind, privateKeyFromPem, privateKeyToPem, toPem } from "./certificate.js"
-import { CaError, ensurePrivateDir, exists, readText, writeNew } from "./files.js"
+import { CaError, ensurePrivateDir, exists, readText, writeAtomic, writeNew } from "./files.js"
 import { fromPem } from "./pem.js"
 import { parseCertificate } from "./parse.js"
 
@@ -25,7 +27,10 @@ export const CA_FILES = {
   serverCert: "server-cert.crt",
   serverKey: "server-private.pem",
   clientCert: "client-cert.crt",
-  clientKey: "client-private.pem"
+  clientKey: "client-private.pem",
+  /** Keylime's CA tool keeps the CRL in both encodings; attest reads the DER one. */
+  crl: "cacrl.der",
+  crlPem: "cacrl.pem"
 } as const
 
 export const certFile = (name: string) => `${name}-cert.crt`
@@ -189,7 +194,38 @@ export const initCa = Effect.fn("Ca.init")(function*(o: CaOptions) {
     yield* issueLeaf(ca, leaf)
     created.push(certPath)
   }
+  // An empty CRL from the start, so servers always find one; an existing one (with entries) is kept.
+  const crlPath = path.join(o.dir, CA_FILES.crl)
+  if (yield* exists(crlPath)) {
+    reused.push(crlPath)
+  } else {
+    yield* writeCrl(ca, [], 1n)
+    created.push(crlPath)
+  }
   return { ca, created, reused } satisfies InitResult
+})
+
+/** Signs and writes the CA's CRL (cacrl.der and cacrl.pem, 0644, each replaced atomically). */
+export const writeCrl = Effect.fn("Ca.writeCrl")(function*(
+  ca: LoadedCa,
+  revoked: ReadonlyArray<{ readonly serial: string; readonly revokedAt: Date }>,
+  crlNumber: bigint
+) {
+  const crlPath = path.join(ca.dir, CA_FILES.crl)
+  const { notAfter, notBefore } = yield* validityFrom(CERT_DAYS)
+  const der = yield* Either.mapLeft(
+    issueCrl({
+      issuer: { certificate: ca.certificate, privateKey: ca.privateKey },
+      thisUpdate: new Date(notBefore.getTime() + SKEW_MS),
+      nextUpdate: notAfter,
+      revoked,
+      crlNumber
+    }),
+    pkiFail(crlPath)
+  )
+  yield* writeAtomic(crlPath, der, 0o644)
+  yield* writeAtomic(path.join(ca.dir, CA_FILES.crlPem), toPem(der, "X509 CRL"), 0o644)
+  return { crlPath, der }
 })
 
 /** `attest ca issue-admin --name <n>`: one client certificate per administrator (spec §5.5.3). */

@@ -3,6 +3,8 @@ import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { EKU } from "./certificate.js"
+import { normalizeSerial, type RevocationList } from "./crl.js"
+import { certificateFields } from "./der.js"
 import { CaError, listFiles } from "./files.js"
 import { parseCertificates, validity } from "./parse.js"
 
@@ -17,18 +19,29 @@ export interface CertificateSummary {
   readonly usage: ReadonlyArray<string>
   readonly ca: boolean
   readonly notAfter: Date
-  readonly status: "valid" | "expired" | "not yet valid"
+  readonly status: "valid" | "expired" | "not yet valid" | "revoked"
 }
 
 const EKU_NAMES: Record<string, string> = Object.fromEntries(Object.entries(EKU).map(([k, v]) => [v, k]))
 
-/** Every certificate in `dir` (files holding none, such as keys, are left out). */
-export const listCertificates = (dir: string, now: Date) =>
+const isRevoked = (x: { readonly raw: Buffer; readonly serialNumber: string }, revocations: RevocationList | undefined) => {
+  if (revocations === undefined) return false
+  const f = certificateFields(new Uint8Array(x.raw))
+  return Either.isRight(f) &&
+    (revocations.byIssuer.get(Buffer.from(f.right.issuer).toString("hex"))?.has(normalizeSerial(x.serialNumber)) ?? false)
+}
+
+/**
+ * Every certificate in `dir` (files holding none, such as keys and the CRL, are left out); those
+ * listed in `revocations` (the directory's verified CRL) have status `revoked`.
+ */
+export const listCertificates = (dir: string, now: Date, revocations?: RevocationList) =>
   Effect.gen(function*() {
     const out: Array<Either.Either<CertificateSummary, { file: string; reason: string }>> = []
     for (const file of yield* listFiles(dir)) {
       const base = path.basename(file)
       if (/private|public/.test(base) && !/\.crt$|\.cer$/.test(base)) continue
+      if (/crl\.(der|pem)$/.test(base)) continue
       const bytes = yield* Effect.try({
         try: () => new Uint8Array(fs.readFileSync(file)),
         catch: (cause) => new CaError({ message: `cannot read ${file}: ${String(cause)}`, file })
@@ -48,7 +61,7 @@ export const listCertificates = (dir: string, now: Date) =>
           usage: (x.keyUsage ?? []).map((o) => EKU_NAMES[o] ?? o),
           ca: x.ca,
           notAfter,
-          status: now > notAfter ? "expired" : now < notBefore ? "not yet valid" : "valid"
+          status: isRevoked(x, revocations) ? "revoked" : now > notAfter ? "expired" : now < notBefore ? "not yet valid" : "valid"
         }))
       }
     }

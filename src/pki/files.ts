@@ -54,3 +54,29 @@ export const listFiles = (dir: string): Effect.Effect<ReadonlyArray<string>, CaE
     try: () => fs.readdirSync(dir).sort().map((n) => path.join(dir, n)).filter((f) => fs.statSync(f).isFile()),
     catch: (cause) => new CaError({ message: `cannot list ${dir}: ${describe(cause)}`, file: dir })
   })
+
+/**
+ * Replaces `file` atomically: writes a temporary file next to it, sets `mode`, renames it over
+ * the old one, so a reader (a server starting) sees the old or the new content, never half.
+ */
+export const writeAtomic = (file: string, content: string | Uint8Array, mode: 0o600 | 0o644): Effect.Effect<void, CaError> =>
+  Effect.try({
+    try: () => {
+      const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`)
+      try {
+        fs.writeFileSync(tmp, content, { flag: "wx", mode })
+        fs.chmodSync(tmp, mode)
+        fs.renameSync(tmp, file)
+      } catch (e) {
+        fs.rmSync(tmp, { force: true })
+        throw e
+      }
+    },
+    catch: (cause) => new CaError({ message: `cannot write ${file}: ${describe(cause)}`, file })
+  })
+
+export const readBytes = (file: string): Effect.Effect<Uint8Array, CaError> =>
+  Effect.try({
+    try: () => new Uint8Array(fs.readFileSync(file)),
+    catch: (cause) => new CaError({ message: `cannot read ${file}: ${describe(cause)}`, file })
+  })
