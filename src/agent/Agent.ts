@@ -1,6 +1,6 @@
 /**
  * The pull agent at start (spec §4.3, DESIGN "Data flow: pull model"): read EK and EK certificate,
- * load or create the AK (kept in the data dir), make the NK and extend its digest into PCR 16,
+ * load or create the AK (kept in the data dir), make the NK, reset PCR 16 and extend the NK's digest into it,
  * listen on HTTPS with client certificates from the trusted CA required at the handshake (as
  * rust-keylime, which refuses the TLS connection), register and activate with the registrar
  * (retrying while it is unreachable), then serve until the scope closes.
@@ -89,15 +89,13 @@ const start = (o: AgentOptions) =>
     yield* saveState(o.dataDir, agentId, ak.saved)
 
     const keys = yield* makeKeys({ agentId, payload: o.payload })
-    // PCR 16 = H(0 ‖ H(NK PEM)) binds the NK to every quote (Keylime `TPM_DATA_PCR`).
+    // PCR 16 = H(0 ‖ H(NK PEM)) binds the NK to every quote (Keylime `TPM_DATA_PCR`). It is reset
+    // first (a debug PCR, resettable at locality 0): after an agent restart without a TPM reset it
+    // still holds the previous NK's extension, and quotes would not bind this NK.
     const hash = ak.options.hash
-    const pcr16 = yield* tpm.pcrRead([{ hash, pcrs: [DATA_PCR] }])
-    if (pcr16[0]?.values.get(DATA_PCR)?.some((b) => b !== 0)) {
-      yield* Effect.logWarning(
-        `PCR ${DATA_PCR} is not zero (the TPM was not reset since an earlier agent run); quotes will not bind this NK until the TPM is reset`
-      )
-    }
+    yield* tpm.pcrReset(DATA_PCR)
     yield* tpm.pcrExtend(DATA_PCR, [{ hash, digest: new Uint8Array(createHash(hash).update(keys.nk.publicPem).digest()) }])
+    yield* Effect.logInfo(`reset PCR ${DATA_PCR} and extended H(NK public key PEM) into its ${hash} bank`)
 
     const identity: AgentIdentityShape = {
       agentId,

@@ -2,7 +2,8 @@
  * Agents against the real registrar: on the TPM simulator and on swtpm (tpm2-tools layer with a
  * simulated machine's measurements extended into swtpm). Each registers and activates, the quotes it
  * serves verify with the AK the registrar recorded (PCR 16 binding, PCR 10 replay from an offset),
- * a restart keeps id, AK and registration, and a registrar that comes up late is waited for.
+ * a restart keeps id, AK and registration, a restart on the same TPM without a TPM reset (a service
+ * restart, not a reboot) binds the new NK in PCR 16, and a registrar that comes up late is waited for.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { NodeContext } from "@effect/platform-node"
@@ -17,7 +18,7 @@ import { replayPcr10 } from "../../src/ima/replay.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
 import { verifyQuoteString } from "../../src/tpm/verifyQuote.js"
-import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
+import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
 import { call, makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { needsSwtpm } from "../support/requirements.js"
@@ -72,7 +73,7 @@ const checkAgainstRegistrar = (agentId: string) =>
     expect(next.ima_measurement_list).toMatch(/ \/usr\/bin\/evil\n$/)
     const replayed = Either.getOrThrow(replayPcr10(next.ima_measurement_list, ["sha256"], { sha256: running }))["sha256"]!
     expect(Buffer.from(verified(next).get(10)!).toString("hex")).toBe(Buffer.from(replayed).toString("hex"))
-    return results
+    return { ...results, nk: first.pubkey as string }
   })
 
 const RegistrarEnv = (anchors: () => ReadonlyArray<crypto.X509Certificate>) =>
@@ -103,6 +104,31 @@ layer(RegistrarEnv(() => [simulatorCa]), { timeout: 120_000, excludeTestServices
       expect(second.aik_tpm).toBe(first.aik_tpm)
       expect(second.mtls_cert).toBe(first.mtls_cert)
       expect(second.regcount).toBe(first.regcount + 1)
+    }))
+
+  it.effect("an agent restarted on the same TPM without a TPM reset binds its new NK in PCR 16", () =>
+    Effect.gen(function*() {
+      const reg = yield* TestRegistrar
+      const dir = yield* WorkDir
+      const agentId = "5b8e0a56-7c1d-4c5e-9d1f-0000000000a3"
+      // One TPM instance and one machine live across both agent runs: PCR 16 is not reset between them.
+      const machine = machineLayer({ name: "sim-restart" }).pipe(Layer.provideMerge(TpmSimulator.layer({ seed: "agent restart" })))
+      const agent = agentLayer({
+        agentId,
+        dataDir: join(dir, "restart"),
+        host: "127.0.0.1",
+        port: 0,
+        trustedClientCa: pki.caPem,
+        registrarUrl: reg.httpUrl,
+        retry: fast,
+        payload: { dir: join(dir, "restart", "secure"), extractZip: true }
+      }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+      yield* Effect.gen(function*() {
+        const first = yield* checkAgainstRegistrar(agentId).pipe(Effect.provide(agent))
+        const second = yield* checkAgainstRegistrar(agentId).pipe(Effect.provide(agent))
+        expect(second.nk).not.toBe(first.nk)
+        expect(second.aik_tpm).toBe(first.aik_tpm)
+      }).pipe(Effect.provide(machine))
     }))
 
   it.effect("waits with backoff for a registrar that is not up yet", () =>
@@ -142,13 +168,17 @@ describe.skipIf(!swtpmOk)("agent on swtpm with the registrar", () => {
   ).pipe(Layer.provideMerge(Swtpm))
 
   layer(Env, { timeout: 180_000, excludeTestServices: true })((it) => {
-    it.effect("registers, activates and serves quotes over the simulated machine's measurements in swtpm", () =>
+    it.effect("registers, activates and serves quotes over the simulated machine's measurements in swtpm, and binds the new NK in PCR 16 after a restart", () =>
       Effect.gen(function*() {
         const reg = yield* TestRegistrar
         const dir = yield* WorkDir
         const swtpm = yield* SwtpmHarness
         const agentId = "5b8e0a56-7c1d-4c5e-9d1f-0000000000b1"
         const tpm = Tpm2Tools.layer({ tcti: swtpm.tcti }).pipe(Layer.provide(NodeContext.layer))
+        // swtpm keeps its PCRs while the agent restarts (a service restart, not a reboot).
+        const machine = machineLayer({ name: "swtpm-machine", files: [{ path: "/usr/bin/bash", content: "bash" }] }).pipe(
+          Layer.provideMerge(tpm)
+        )
         const agent = agentLayer({
           agentId,
           dataDir: join(dir, "swtpm-agent"),
@@ -158,13 +188,14 @@ describe.skipIf(!swtpmOk)("agent on swtpm with the registrar", () => {
           registrarUrl: reg.httpUrl,
           retry: fast,
           payload: { dir: join(dir, "swtpm-agent", "secure"), extractZip: true }
-        }).pipe(
-          Layer.provideMerge(machineLayer({ name: "swtpm-machine", files: [{ path: "/usr/bin/bash", content: "bash" }] })),
-          Layer.provideMerge(tpm),
-          Layer.provide(NodeHttpClient.layerUndici)
-        )
-        const record = yield* checkAgainstRegistrar(agentId).pipe(Effect.provide(agent))
-        expect(record.regcount).toBeGreaterThanOrEqual(1)
+        }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+        yield* Effect.gen(function*() {
+          const first = yield* checkAgainstRegistrar(agentId).pipe(Effect.provide(agent))
+          expect(first.regcount).toBeGreaterThanOrEqual(1)
+          const second = yield* checkAgainstRegistrar(agentId).pipe(Effect.provide(agent))
+          expect(second.nk).not.toBe(first.nk)
+          expect(second.aik_tpm).toBe(first.aik_tpm)
+        }).pipe(Effect.provide(machine))
       }))
   })
 })
