@@ -5,6 +5,8 @@
  * activate. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every listener.
  * A second start reuses the directory: same CA, same TPMs, same agent ids.
  */
+import { revocationListOf } from "../pki/crl.js"
+import { loadCaCrl } from "../pki/revoke.js"
 import { Command, Options } from "@effect/cli"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Logger, LogLevel, Option, Schema } from "effect"
@@ -46,6 +48,8 @@ export const up = (o: UpOptions) =>
     yield* initCa({ dir: caDir })
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
     const caPem = read(CA_FILES.caCert)
+    // revoked admins (attest ca revoke) stay locked out of the demo registrar too
+    const caCrl = yield* loadCaCrl(caDir, new Uint8Array(new crypto.X509Certificate(caPem).raw))
     yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
 
     const registrar = RegistrarServerLive({
@@ -54,6 +58,7 @@ export const up = (o: UpOptions) =>
       tlsPort: o.registrarTlsPort,
       tls: { key: read(CA_FILES.serverKey), cert: read(CA_FILES.serverCert), clientCa: caPem },
       ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulated TPM manufacturer CA"),
+      ...(caCrl === undefined ? {} : { clientRevocations: revocationListOf([caCrl], path.join(caDir, CA_FILES.crl)) }),
       tpmIdentity: "default"
     }).pipe(Layer.provide(DbLive({ database_url: "", data_dir: path.join(dataDir, "registrar") }, "registrar")))
     const startRegistrar = Effect.gen(function*() {

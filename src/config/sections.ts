@@ -13,6 +13,10 @@ const serverTls = {
   server_key: string("default", "server private key: default (server-private.pem in the TLS directory) or a path"),
   server_cert: string("default", "server certificate: default (server-cert.crt in the TLS directory) or a path"),
   trusted_client_ca: stringList(["default"], "CA certificates that sign admin client certificates (default: cacert.crt)"),
+  trusted_client_crl: string(
+    "default",
+    "CRL revoking admin client certificates: default (cacrl.der in the TLS directory, if present) or a path; one that does not verify stops start-up"
+  ),
   ca_dir: string(CA_DIR, "server components CA directory used by tls_dir = default / generate")
 } as const
 

@@ -5,12 +5,16 @@
  * - `tls_dir = <path>`: use that directory.
  * `server_key`, `server_cert`, `trusted_client_ca` (and the tenant's `client_*`, `trusted_server_ca`)
  * are `default` (the file of the layout) or a path, relative paths being relative to the tls dir.
+ * `trusted_client_crl` (`default`: the TLS directory's cacrl.der when it exists) is the CRL that
+ * revokes admin certificates; one that is named but unreadable, malformed or not signed by a
+ * trusted client CA stops start-up (fail closed).
  */
 import * as path from "node:path"
 import { Effect, Either } from "effect"
 import { CA_FILES, DEFAULT_CA_DIR, initCa } from "./ca.js"
 import { type TrustStore, trustStoreOf } from "./chain.js"
-import { CaError, exists, readText } from "./files.js"
+import { type Crl, loadVerifiedCrl, type RevocationList, revocationListOf } from "./crl.js"
+import { CaError, exists, readBytes, readText } from "./files.js"
 import { parseCertificates } from "./parse.js"
 
 export interface ServerTlsOptions {
@@ -18,6 +22,8 @@ export interface ServerTlsOptions {
   readonly serverKey: string
   readonly serverCert: string
   readonly trustedClientCa: ReadonlyArray<string>
+  /** CRL of the client CAs: `default`/empty = the TLS directory's cacrl.der if present, else a path. */
+  readonly trustedClientCrl?: string
   /** Where `default` and `generate` point; `/var/lib/attest/cv_ca` unless configured. */
   readonly caDir?: string
   /** Extra DNS names / IPs for a generated server certificate. */
@@ -40,6 +46,8 @@ export interface TlsMaterial {
   readonly ca: ReadonlyArray<string>
   /** The files they were read from, for logs and `attest config show`. */
   readonly files: { readonly key: string; readonly cert: string; readonly ca: ReadonlyArray<string> }
+  /** DER or PEM of the client CAs' CRL (servers only); absent = no revocation checking. */
+  readonly crl?: { readonly file: string; readonly bytes: Uint8Array }
 }
 
 const resolveFile = (dir: string, value: string, fallback: string): string =>
@@ -75,11 +83,16 @@ const readAll = (key: string, cert: string, cas: ReadonlyArray<string>) =>
 export const resolveServerTls = Effect.fn("Tls.resolveServer")(function*(o: ServerTlsOptions) {
   const dir = yield* resolveDir(o.tlsDir, o.caDir ?? DEFAULT_CA_DIR, o.serverNames ?? [])
   const cas = o.trustedClientCa.length === 0 ? ["default"] : o.trustedClientCa
-  return yield* readAll(
+  const material = yield* readAll(
     resolveFile(dir, o.serverKey, CA_FILES.serverKey),
     resolveFile(dir, o.serverCert, CA_FILES.serverCert),
     cas.map((c) => resolveFile(dir, c, CA_FILES.caCert))
   )
+  const explicit = o.trustedClientCrl !== undefined && o.trustedClientCrl !== "" && o.trustedClientCrl !== "default"
+  const crlFile = resolveFile(dir, o.trustedClientCrl ?? "default", CA_FILES.crl)
+  // A named CRL must exist; the default one is optional (a CA directory from before revocation).
+  if (!explicit && !(yield* exists(crlFile))) return material
+  return { ...material, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } } satisfies TlsMaterial
 })
 
 export const resolveClientTls = Effect.fn("Tls.resolveClient")(function*(o: ClientTlsOptions) {
@@ -98,6 +111,7 @@ export const serverTlsOptionsOf = (c: {
   readonly server_key: string
   readonly server_cert: string
   readonly trusted_client_ca: ReadonlyArray<string>
+  readonly trusted_client_crl?: string
   readonly ca_dir: string
   readonly ip: string
 }): ServerTlsOptions => ({
@@ -105,6 +119,7 @@ export const serverTlsOptionsOf = (c: {
   serverKey: c.server_key,
   serverCert: c.server_cert,
   trustedClientCa: c.trusted_client_ca,
+  ...(c.trusted_client_crl === undefined ? {} : { trustedClientCrl: c.trusted_client_crl }),
   caDir: c.ca_dir,
   // a listener on all interfaces names no useful address for the certificate
   serverNames: c.ip === "0.0.0.0" || c.ip === "::" ? [] : [c.ip]
@@ -118,3 +133,25 @@ export const trustStoreOfMaterial = (m: TlsMaterial): Effect.Effect<TrustStore, 
       ? Effect.fail(new CaError({ message: `${m.files.ca[i]}: ${parsed.left.reason}`, file: m.files.ca[i] ?? "" }))
       : Effect.succeed(parsed.right)
   }).pipe(Effect.map((lists) => trustStoreOf(lists.flat(), m.files.ca.join(", "))))
+
+/**
+ * The verified CRL of `TlsMaterial.crl` as a revocation list: it must be signed by one of the
+ * trusted client CAs. Undefined when the material has no CRL; an error naming the file otherwise.
+ */
+export const revocationListOfMaterial = (m: TlsMaterial, trusted: TrustStore): Effect.Effect<RevocationList | undefined, CaError> => {
+  const crl = m.crl
+  if (crl === undefined) return Effect.succeed(undefined)
+  let last = "no trusted client CA"
+  let verified: Crl | undefined
+  for (const anchor of trusted.anchors) {
+    const r = loadVerifiedCrl(crl.bytes, new Uint8Array(anchor.certificate.raw))
+    if (Either.isRight(r)) {
+      verified = r.right
+      break
+    }
+    last = r.left.reason
+  }
+  return verified === undefined
+    ? Effect.fail(new CaError({ message: `trusted_client_crl ${crl.file} cannot be used: ${last}`, file: crl.file }))
+    : Effect.succeed(revocationListOf([verified], crl.file))
+}

@@ -12,6 +12,7 @@ import { DEFAULT_MAX_BODY_BYTES, serveApi, type TlsFiles } from "../http/server.
 import { V2_VERSIONS } from "../http/versions.js"
 import { isAdminCertificate } from "../pki/admin.js"
 import { type TrustStore, trustStoreOf } from "../pki/chain.js"
+import type { RevocationList } from "../pki/crl.js"
 import { RegistrarApi } from "./Api.js"
 import { RegistrarHttpLive } from "./Http.js"
 import { EkTrustStore, Registrar, RegistrarSettings } from "./Registrar.js"
@@ -26,16 +27,27 @@ export interface RegistrarServerOptions {
   /** Server key and certificate; `clientCa` = PEM of trusted_client_ca. */
   readonly tls: TlsFiles & { readonly clientCa: string }
   readonly ekTrustStore: TrustStore
+  /** Verified CRLs of trusted_client_ca; absent = revocation is not checked. */
+  readonly clientRevocations?: RevocationList
   readonly tpmIdentity: TpmIdentityPolicy
   readonly authorizationProvider?: string
   readonly maxBodyBytes?: number
 }
 
-/** Admin check per request: pki's isAdminCertificate against trusted_client_ca at Clock time. */
-export const adminCheck = (trustedClientCa: TrustStore) => (peer: { readonly der: Uint8Array }) =>
+/**
+ * Admin check per request: pki's isAdminCertificate against trusted_client_ca and its CRL at Clock
+ * time. A revoked certificate is logged as a warning (someone holds a withdrawn admin key).
+ */
+export const adminCheck = (trustedClientCa: TrustStore, revocations?: RevocationList) => (peer: { readonly der: Uint8Array }) =>
   Effect.gen(function*() {
     const now = new Date(yield* Clock.currentTimeMillis)
-    const admin = isAdminCertificate(peer.der, trustedClientCa, now)
+    const admin = isAdminCertificate(peer.der, trustedClientCa, now, revocations)
+    if (Either.isLeft(admin) && admin.left.reason === "revoked") {
+      yield* Effect.logWarning("refused a revoked admin client certificate").pipe(
+        Effect.annotateLogs({ reason: "revoked", serial: admin.left.serial ?? "", subject: admin.left.subject ?? "", crl: revocations?.source ?? "" })
+      )
+      return Option.none<string>()
+    }
     if (Either.isLeft(admin)) {
       yield* Effect.logDebug(`client certificate is not an admin certificate: ${admin.left.message}`)
       return Option.none<string>()
@@ -63,7 +75,7 @@ export const RegistrarServerLive = (options: RegistrarServerOptions) => {
   const api = HttpApiBuilder.api(RegistrarApi).pipe(
     Layer.provide(RegistrarHttpLive(V2_VERSIONS)),
     Layer.provide(domain),
-    Layer.provide(ClientIdentity.layer({ isAdmin: adminCheck(clientCas.right) })),
+    Layer.provide(ClientIdentity.layer({ isAdmin: adminCheck(clientCas.right, options.clientRevocations) })),
     Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
   )
   return serveApi({

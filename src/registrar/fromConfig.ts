@@ -4,11 +4,12 @@
  * directory, the database (SQLite under data_dir or database_url), the two listeners.
  * Unsupported values are start-up errors that name the option.
  */
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Either, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import type { RegistrarOptions } from "../config/sections.js"
 import { emptyTrustStore, loadTrustStore } from "../pki/chain.js"
-import { resolveServerTls } from "../pki/tlsDir.js"
+import { revocationListOfMaterial, resolveServerTls, type TlsMaterial } from "../pki/tlsDir.js"
+import { trustStoreFromPem } from "./Server.js"
 import { DbLive } from "../../layers/Sql.js"
 import type { TpmIdentityPolicy } from "./registration.js"
 import { RegistrarServerLive, type RegistrarServerOptions } from "./Server.js"
@@ -25,6 +26,23 @@ const tpmIdentity = (value: string): Effect.Effect<TpmIdentityPolicy, RegistrarS
       new RegistrarStartError({ message: `tpm_identity = ${value} is not supported: attest's registrar checks EK identities only (default or ek_cert)` })
     )
 
+/** trusted_client_crl, verified against trusted_client_ca; a bad CRL stops start-up (fail closed). */
+const clientRevocationsOf = Effect.fn("Registrar.clientRevocations")(function*(tls: TlsMaterial) {
+  const cas = trustStoreFromPem(tls.ca.join("\n"))
+  if (Either.isLeft(cas)) return yield* new RegistrarStartError({ message: cas.left })
+  const list = yield* revocationListOfMaterial(tls, cas.right).pipe(
+    Effect.mapError((e) => new RegistrarStartError({ message: `registrar: ${e.message}` }))
+  )
+  if (list === undefined) {
+    yield* Effect.logWarning("no trusted_client_crl: admin client certificates are not checked for revocation")
+  } else {
+    let n = 0
+    for (const s of list.byIssuer.values()) n += s.size
+    yield* Effect.logInfo(`admin certificate revocation list ${list.source}: ${n} revoked serial(s)`)
+  }
+  return list
+})
+
 export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfig")(function*(c: RegistrarOptions) {
   const policy = yield* tpmIdentity(c.tpm_identity)
   const tls = yield* resolveServerTls({
@@ -32,9 +50,11 @@ export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfi
     serverKey: c.server_key,
     serverCert: c.server_cert,
     trustedClientCa: c.trusted_client_ca,
+    trustedClientCrl: c.trusted_client_crl,
     caDir: c.ca_dir,
     serverNames: [c.ip]
   }).pipe(Effect.mapError((e) => new RegistrarStartError({ message: `registrar TLS (tls_dir ${c.tls_dir}): ${e.message}` })))
+  const clientRevocations = yield* clientRevocationsOf(tls)
   const ekTrustStore = fs.existsSync(c.ek_ca_dir)
     ? yield* loadTrustStore(c.ek_ca_dir).pipe(
       Effect.mapError((e) => new RegistrarStartError({ message: `ek_ca_dir ${c.ek_ca_dir}: ${e.message}` }))
@@ -51,6 +71,7 @@ export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfi
     tlsPort: c.tls_port,
     tls: { key: tls.key, cert: tls.cert, clientCa: tls.ca.join("\n") },
     ekTrustStore,
+    ...(clientRevocations === undefined ? {} : { clientRevocations }),
     tpmIdentity: policy,
     authorizationProvider: c.authorization_provider,
     maxBodyBytes: c.max_body_size
