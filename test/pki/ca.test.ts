@@ -7,6 +7,8 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { isAdminCertificate } from "../../src/pki/admin.js"
+import { revocationListOf } from "../../src/pki/crl.js"
+import { loadCaCrl, revokeAdmin } from "../../src/pki/revoke.js"
 import { CA_FILES, initCa, issueAdmin } from "../../src/pki/ca.js"
 import { EKU, generateKeyPair, issueCertificate } from "../../src/pki/certificate.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
@@ -22,7 +24,7 @@ describe("server components CA", () => {
     Effect.gen(function*() {
       const dir = freshDir()
       const first = yield* initCa({ dir, serverNames: ["verifier.example", "10.0.0.5"] })
-      expect(first.created.map((f) => f.slice(dir.length + 1))).toEqual(["cacert.crt", "server-cert.crt", "client-cert.crt"])
+      expect(first.created.map((f) => f.slice(dir.length + 1))).toEqual(["cacert.crt", "server-cert.crt", "client-cert.crt", "cacrl.der"])
       expect(mode(dir)).toBe(0o700)
       for (const f of ["ca-private.pem", "server-private.pem", "client-private.pem"]) expect(mode(join(dir, f))).toBe(0o600)
       const ca = new crypto.X509Certificate(readFileSync(join(dir, "cacert.crt")))
@@ -57,7 +59,7 @@ describe("server components CA", () => {
       const before = readFileSync(join(dir, CA_FILES.caCert), "utf8")
       const again = yield* initCa({ dir })
       expect(again.created).toEqual([])
-      expect(again.reused).toHaveLength(3)
+      expect(again.reused).toHaveLength(4)
       expect(readFileSync(join(dir, CA_FILES.caCert), "utf8")).toBe(before)
     }))
 
@@ -178,4 +180,91 @@ describe("isAdminCertificate", () => {
     expect(reason(leaf([EKU.serverAuth]))).toBe("no-client-auth-eku")
     expect(reason(leaf(undefined))).toBe("no-client-auth-eku")
   })
+})
+
+describe("admin certificate revocation", () => {
+  it.live("initCa writes an empty CRL (0644) once and never replaces it", () =>
+    Effect.gen(function*() {
+      const dir = freshDir()
+      const { ca } = yield* initCa({ dir })
+      expect(mode(join(dir, "cacrl.der"))).toBe(0o644)
+      expect(mode(join(dir, "cacrl.pem"))).toBe(0o644)
+      const crl = (yield* loadCaCrl(dir, ca.certificate))!
+      expect(crl.revoked).toEqual([])
+      expect(crl.crlNumber).toBe(1n)
+      yield* revokeAdmin({ dir, name: "client" })
+      const before = readFileSync(join(dir, "cacrl.der"))
+      const again = yield* initCa({ dir })
+      expect(again.reused).toContain(join(dir, "cacrl.der"))
+      expect(readFileSync(join(dir, "cacrl.der"))).toEqual(before)
+    }))
+
+  it.live("a revoked admin gets reason 'revoked'; other admins and earlier entries are unaffected", () =>
+    Effect.gen(function*() {
+      const dir = freshDir()
+      const { ca } = yield* initCa({ dir })
+      yield* issueAdmin(dir, "alice")
+      yield* issueAdmin(dir, "bob")
+      const der = (f: string) => new Uint8Array(new crypto.X509Certificate(readFileSync(join(dir, f))).raw)
+      const trust = trustStoreOf([new crypto.X509Certificate(ca.certificate)])
+      const now = new Date()
+      const first = yield* revokeAdmin({ dir, name: "alice" })
+      expect(first.added).toBe(true)
+      expect(first.crlNumber).toBe(2n)
+      const bobSerial = new crypto.X509Certificate(readFileSync(join(dir, "bob-cert.crt"))).serialNumber
+      const second = yield* revokeAdmin({ dir, serial: bobSerial.toLowerCase() })
+      expect(second.crlNumber).toBe(3n)
+      const repeat = yield* revokeAdmin({ dir, name: "alice" })
+      expect(repeat.added).toBe(false)
+      const crl = (yield* loadCaCrl(dir, ca.certificate))!
+      expect(crl.revoked.map((r) => r.serial)).toEqual([first.serial, second.serial])
+      expect(crl.crlNumber).toBe(3n)
+      const list = revocationListOf([crl])
+      const alice = isAdminCertificate(der("alice-cert.crt"), trust, now, list)
+      expect(Either.isLeft(alice) && alice.left.reason).toBe("revoked")
+      expect(Either.isLeft(alice) && alice.left.serial).toBe(first.serial)
+      expect(Either.isLeft(isAdminCertificate(der("bob-cert.crt"), trust, now, list))).toBe(true)
+      const client = isAdminCertificate(der("client-cert.crt"), trust, now, list)
+      expect(Either.isRight(client) && client.right.identity).toBe("client")
+      // without a revocation list the old behaviour holds
+      expect(Either.isRight(isAdminCertificate(der("alice-cert.crt"), trust, now))).toBe(true)
+      // server certificate: still refused for its EKU, not as revoked
+      const server = isAdminCertificate(der("server-cert.crt"), trust, now, list)
+      expect(Either.isLeft(server) && server.left.reason).toBe("no-client-auth-eku")
+    }))
+
+  it.live("refuses to revoke an unknown name, a bad serial or the CA itself", () =>
+    Effect.gen(function*() {
+      const dir = freshDir()
+      const { ca } = yield* initCa({ dir })
+      const unknown = yield* Effect.flip(revokeAdmin({ dir, name: "nobody" }))
+      expect(unknown.message).toContain("no certificate for administrator 'nobody'")
+      const bad = yield* Effect.flip(revokeAdmin({ dir, serial: "xyz" }))
+      expect(bad.message).toContain("not a positive hexadecimal number")
+      const self = yield* Effect.flip(revokeAdmin({ dir, serial: new crypto.X509Certificate(ca.certificate).serialNumber }))
+      expect(self.message).toContain("cannot revoke itself")
+    }))
+
+  it.live("server TLS resolution: the default CRL is the CA dir's; a named CRL of another CA stops start-up naming the file", () =>
+    Effect.gen(function*() {
+      const { revocationListOfMaterial } = yield* Effect.promise(() => import("../../src/pki/tlsDir.js"))
+      const dir = freshDir()
+      yield* initCa({ dir })
+      yield* revokeAdmin({ dir, name: "client" })
+      const opts = serverTlsOptionsOf({ ...sectionDefaults(registrarSection), tls_dir: "default", ca_dir: dir })
+      const m = yield* resolveServerTls(opts)
+      expect(m.crl?.file).toBe(join(dir, "cacrl.der"))
+      const list = (yield* revocationListOfMaterial(m, yield* trustStoreOfMaterial(m)))!
+      expect([...list.byIssuer.values()][0]!.size).toBe(1)
+      const other = freshDir()
+      yield* initCa({ dir: other })
+      const foreign = yield* resolveServerTls({ ...opts, trustedClientCrl: join(other, "cacrl.der") })
+      const err = yield* Effect.flip(revocationListOfMaterial(foreign, yield* trustStoreOfMaterial(foreign)))
+      expect(err.message).toContain(join(other, "cacrl.der"))
+      const missing = yield* Effect.flip(resolveServerTls({ ...opts, trustedClientCrl: join(other, "nope.der") }))
+      expect(missing.message).toContain("nope.der")
+      writeFileSync(join(other, "garbage.der"), "not a crl")
+      const garbage = yield* resolveServerTls({ ...opts, trustedClientCrl: join(other, "garbage.der") })
+      expect((yield* Effect.flip(revocationListOfMaterial(garbage, yield* trustStoreOfMaterial(garbage)))).message).toContain("garbage.der")
+    }))
 })
