@@ -54,6 +54,27 @@ describe("attest ca", () => {
     expect(rows[1]![4]).toBe(new Date(alice.validTo).toISOString())
   }))
 
+  it.live("revoke --name adds alice to the CRL; list then shows her certificate as revoked", () => Effect.gen(function*() {
+    const alice = new crypto.X509Certificate(readFileSync(join(dir, "alice-cert.crt")))
+    const r = yield* attest("ca", "revoke", "--name", "alice", "--dir", dir)
+    expect(r.ok).toBe(true)
+    expect(r.stdout).toContain(`revoked serial ${alice.serialNumber.replace(/^0+/, "")}`)
+    const again = yield* attest("ca", "revoke", "--serial", alice.serialNumber, "--dir", dir)
+    expect(again.ok).toBe(true)
+    expect(again.stdout).toContain("already revoked")
+    const list = yield* attest("ca", "list", "--dir", dir)
+    const rows = list.stdout.trim().split("\n").map((l) => l.split("\t"))
+    expect(rows.slice(1).map((c) => [c[0], c[5]])).toEqual([
+      ["alice-cert.crt", "revoked"],
+      ["cacert.crt", "valid"],
+      ["client-cert.crt", "valid"],
+      ["server-cert.crt", "valid"]
+    ])
+    const neither = yield* attest("ca", "revoke", "--dir", dir)
+    expect(neither.ok).toBe(false)
+    expect(neither.stderr).toContain("give exactly one of --name <administrator> or --serial <hex>")
+  }))
+
   it.live("fails with a message for a directory without a CA", () => Effect.gen(function*() {
     const r = yield* attest("ca", "issue-admin", "--name", "bob", "--dir", join(dir, "..", "empty"))
     expect(r.ok).toBe(false)
