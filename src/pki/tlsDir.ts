@@ -91,7 +91,7 @@ export const resolveServerTls = Effect.fn("Tls.resolveServer")(function*(o: Serv
   const explicit = o.trustedClientCrl !== undefined && o.trustedClientCrl !== "" && o.trustedClientCrl !== "default"
   const crlFile = resolveFile(dir, o.trustedClientCrl ?? "default", CA_FILES.crl)
   // A named CRL must exist; the default one is optional (a CA directory from before revocation).
-  if (!explicit && !(yield* exists(crlFile))) return material
+  if (!explicit && !(yield* exists(crlFile))) return material as TlsMaterial
   return { ...material, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } } satisfies TlsMaterial
 })
 
