@@ -1,21 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { withBootAppChanged } from "../boot/support.js"
+import { spawnAttest } from "../support/spawnAttest.js"
 import { vectorPath } from "../support/vectors.js"
 
-/** Runs `attest policy …` without blocking the worker (spawnSync starves vitest's RPC on a busy machine). */
-const attest = (...args: Array<string>) =>
-  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "policy", ...args])
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    child.on("close", (status) => resolve({ status, stdout, stderr }))
-  })
+const attest = async (...args: Array<string>) => {
+  const r = await spawnAttest("policy", ...args)
+  return { status: r.code, stdout: r.out, stderr: r.err }
+}
 
 const secureboot = vectorPath("keylime", "test", "data", "create-mb-policy", "binary_bios_measurements-secureboot")
 const dir = mkdtempSync(join(tmpdir(), "attest-boot-cli-"))

@@ -1,14 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-
-const attest = (...args: Array<string>) =>
-  execFileSync(process.execPath, ["--import", "tsx", "src/cli/bin.ts", ...args], { encoding: "utf8" })
+import { spawnAttest } from "../support/spawnAttest.js"
 
 describe("attest executable", () => {
-  it("prints the package version with --version", () => {
-    expect(attest("--version").trim()).toMatch(/^(attest )?v?0\.1\.0$/)
+  it("prints the package version with --version", async () => {
+    expect((await spawnAttest("--version")).out.trim()).toMatch(/^(attest )?v?0\.1\.0$/)
   })
-  it("lists the tpm subcommand in --help", () => {
-    expect(attest("--help")).toContain("tpm")
+  it("lists every subcommand in --help", async () => {
+    const help = (await spawnAttest("--help")).out
+    for (const c of ["tpm", "policy", "ca", "config", "registrar", "agent", "up"]) expect(help).toContain(c)
   })
 })

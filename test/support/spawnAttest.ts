@@ -1,0 +1,22 @@
+/**
+ * Runs the `attest` executable from source as a child process, asynchronously: a blocking
+ * spawnSync starves vitest's worker RPC on a busy machine ("Timeout calling onTaskUpdate").
+ */
+import { spawn } from "node:child_process"
+
+export interface SpawnResult {
+  readonly code: number | null
+  readonly out: string
+  readonly err: string
+}
+
+export const spawnAttest = (...args: Array<string>): Promise<SpawnResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", ...args])
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, out, err }))
+  })
