@@ -12,11 +12,11 @@ import { equalBytes, sameBytes } from "./bytes.js"
 import { TPM_ST_ATTEST_CERTIFY } from "./constants.js"
 import { QuoteVerifyError } from "./errors.js"
 import type { HashAlg } from "./hashAlg.js"
-import { parseAttest, type CertifyAttest, type ClockInfo } from "./attest.js"
+import type { CertifyAttest, ClockInfo } from "./attest.js"
 import { nameOf, type TpmtPublic } from "./public.js"
-import { parseSignature, verifySignature, type TpmtSignature } from "./signature.js"
+import { verifySignature, type TpmtSignature } from "./signature.js"
 import type { SignScheme } from "./Tpm.js"
-import { checkMagicAndType, checkSignatureAlgorithm } from "./verifyQuote.js"
+import { readSignedAttest } from "./verifyQuote.js"
 
 export interface VerifyCertifyInput {
   /** The certified object (the AK): parsed or TPM2B_PUBLIC bytes. */
@@ -50,21 +50,15 @@ export const verifyCertify = (input: VerifyCertifyInput): Either.Either<Verified
     if (Either.isLeft(signer)) return Either.left(signer.left)
     key = signer.right.key
   }
-  let sig: TpmtSignature
-  if (input.signature instanceof Uint8Array) {
-    const s = parseSignature(input.signature)
-    if (Either.isLeft(s)) return fail("parse", `${s.left.structure} at ${s.left.offset}: ${s.left.message}`)
-    sig = s.right
-  } else {
-    sig = input.signature
-  }
-  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, input.hashAlg, input.scheme)
-  if (algErr !== undefined) return Either.left(algErr)
-  const mtErr = checkMagicAndType(input.attest, TPM_ST_ATTEST_CERTIFY, "TPM_ST_ATTEST_CERTIFY")
-  if (mtErr !== undefined) return Either.left(mtErr)
-  const parsed = parseAttest(input.attest)
-  if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
-  const attest = parsed.right as CertifyAttest
+  const read = readSignedAttest(key, input.signature, input.attest, {
+    type: TPM_ST_ATTEST_CERTIFY,
+    typeName: "TPM_ST_ATTEST_CERTIFY",
+    hashAlg: input.hashAlg,
+    scheme: input.scheme
+  })
+  if (Either.isLeft(read)) return Either.left(read.left)
+  const { sig } = read.right
+  const attest = read.right.attest as CertifyAttest
   if (!equalBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce")
   if (!sameBytes(attest.attested.name, nameOf(object.right.public))) {
     return fail("name", "the certified name is not the Name of the expected object")

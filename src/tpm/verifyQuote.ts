@@ -12,7 +12,7 @@ import { sameBytes } from "./bytes.js"
 import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
 import { QuoteVerifyError, type QuoteCheck } from "./errors.js"
 import { digestSize, type HashAlg } from "./hashAlg.js"
-import { parseAttest, type ClockInfo, type QuoteAttest } from "./attest.js"
+import { parseAttest, type ClockInfo, type QuoteAttest, type TpmsAttest } from "./attest.js"
 import { type PcrBlob, readPcrBlob } from "./pcrBlob.js"
 import { sameSelection } from "./pcrSelection.js"
 import type { TpmtPublic } from "./public.js"
@@ -120,6 +120,33 @@ export const checkMagicAndType = (attest: Uint8Array, expectedType: number, type
   return undefined
 }
 
+/**
+ * The checks every signed TPMS_ATTEST shares (quote and certify): the signature's algorithm
+ * against the key and the expected hash and scheme, magic and type, and the parse.
+ */
+export const readSignedAttest = (
+  key: KeyObject,
+  signature: Uint8Array | TpmtSignature,
+  attestBytes: Uint8Array,
+  expected: { readonly type: number; readonly typeName: string; readonly hashAlg: HashAlg | undefined; readonly scheme: SignScheme | undefined }
+): Either.Either<{ readonly sig: TpmtSignature; readonly attest: TpmsAttest }, QuoteVerifyError> => {
+  let sig: TpmtSignature
+  if (signature instanceof Uint8Array) {
+    const s = parseSignature(signature)
+    if (Either.isLeft(s)) return fail("parse", `${s.left.structure} at ${s.left.offset}: ${s.left.message}`)
+    sig = s.right
+  } else {
+    sig = signature
+  }
+  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, expected.hashAlg, expected.scheme)
+  if (algErr !== undefined) return Either.left(algErr)
+  const mtErr = checkMagicAndType(attestBytes, expected.type, expected.typeName)
+  if (mtErr !== undefined) return Either.left(mtErr)
+  const parsed = parseAttest(attestBytes)
+  if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
+  return Either.right({ sig, attest: parsed.right })
+}
+
 export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuote, QuoteVerifyError> =>
   verifyWithOrdered(input, undefined)
 
@@ -131,22 +158,15 @@ const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefine
     if (Either.isLeft(ak)) return Either.left(ak.left)
     key = ak.right.key
   }
-  let sig: TpmtSignature
-  if (input.signature instanceof Uint8Array) {
-    const s = parseSignature(input.signature)
-    if (Either.isLeft(s)) return fail("parse", `${s.left.structure} at ${s.left.offset}: ${s.left.message}`)
-    sig = s.right
-  } else {
-    sig = input.signature
-  }
-  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, input.hashAlg, input.scheme)
-  if (algErr !== undefined) return Either.left(algErr)
-
-  const mtErr = checkMagicAndType(input.attest, TPM_ST_ATTEST_QUOTE, "TPM_ST_ATTEST_QUOTE")
-  if (mtErr !== undefined) return Either.left(mtErr)
-  const parsed = parseAttest(input.attest)
-  if (Either.isLeft(parsed)) return fail("parse", `${parsed.left.structure} at ${parsed.left.offset}: ${parsed.left.message}`)
-  const attest = parsed.right as QuoteAttest
+  const read = readSignedAttest(key, input.signature, input.attest, {
+    type: TPM_ST_ATTEST_QUOTE,
+    typeName: "TPM_ST_ATTEST_QUOTE",
+    hashAlg: input.hashAlg,
+    scheme: input.scheme
+  })
+  if (Either.isLeft(read)) return Either.left(read.left)
+  const { sig } = read.right
+  const attest = read.right.attest as QuoteAttest
 
   // The nonce is public (the agent echoes it): a plain compare, no constant-time native call.
   if (!sameBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce (stale or replayed quote)")
