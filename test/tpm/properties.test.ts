@@ -171,7 +171,9 @@ describe("mutations never throw and never verify", () => {
         const blob = parsePcrBlob(flip(q.pcrBlob, i, m))
         if (Either.isLeft(blob)) return
         const r = verifyQuote({ ...base, pcrs: blob.right })
-        if (Either.isRight(r)) expect(blob.right).toEqual(q.pcrs) // padding or unused slot: same values
+        // Padding, an unused slot, or a wider sizeofSelect over zero bits: same banks, PCRs and values.
+        const meaning = (b: PcrBlob) => ({ selection: b.selection.map((e) => ({ hash: e.hash, pcrs: e.pcrs })), values: b.values })
+        if (Either.isRight(r)) expect(meaning(blob.right)).toEqual(meaning(q.pcrs))
       }), { numRuns: 300 }))
     it(`${label}: every truncation of attest, signature, PCR blob and public area is a typed parse failure`, () => {
       const pub = marshalTpm2bPublic(ak.public)
