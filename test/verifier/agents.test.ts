@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import * as crypto from "node:crypto"
 import { parseVersion } from "../../src/http/versions.js"
 import { Agents } from "../../src/verifier/Agents.js"
@@ -257,7 +257,8 @@ for (const [backend, available] of backends) {
         const agents = yield* Agents
         const repo = yield* AgentRepo
         yield* agents.add("l1", validBody())
-        yield* agents.add("l2", validBody())
+        yield* agents.add("l2", { ...validBody(), revocation_key: rsaKeyPem, v: null, supported_version: "2.5" })
+        expect(Redacted.value(Option.getOrThrow(yield* repo.find("l2")).revocation_key)).toBe(rsaKeyPem)
         expect(yield* agents.list()).toEqual({ uuids: [["l1"], ["l2"]] })
         expect(yield* agents.list("default")).toEqual({ uuids: [["l1"], ["l2"]] })
         expect(yield* agents.list("other")).toEqual({ uuids: [] })
