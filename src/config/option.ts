@@ -150,30 +150,3 @@ export const stringList = (def: ReadonlyArray<string>, doc: string): OptionSpec<
 /** The reason text of a decode failure (the message our decoders put in). */
 export const reasonOf = (e: ParseResult.ParseError): string =>
   ParseResult.ArrayFormatter.formatErrorSync(e).map((i) => i.message).join("; ")
-
-/** A list whose items are drawn from `values` (e.g. notifier names); same input forms as stringList. */
-export const literalList = <const L extends ReadonlyArray<string>>(
-  values: L,
-  def: ReadonlyArray<L[number]>,
-  doc: string
-): OptionSpec<ReadonlyArray<L[number]>> => {
-  const list = stringList(def, doc)
-  return {
-    schema: fromRaw(
-      (raw) =>
-        Either.flatMap(
-          Either.mapLeft(Schema.decodeEither(list.schema)(raw), reasonOf),
-          (items) => {
-            const bad = items.find((x) => !values.includes(x))
-            return bad === undefined
-              ? Either.right(items as ReadonlyArray<L[number]>)
-              : Either.left(`${JSON.stringify(bad)} is not one of ${values.join(", ")}`)
-          }
-        ),
-      (a) => [...a],
-      Schema.Array(Schema.Literal(...values))
-    ),
-    default: def,
-    doc
-  }
-}

@@ -3,7 +3,8 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
-import { boolean, integer, literal, literalList, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+import { literalList } from "./literalList.js"
+import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
 const CA_DIR = "/var/lib/attest/cv_ca"

@@ -27,7 +27,7 @@ import {
 import { PollerControl } from "./PollerControl.js"
 import { EMPTY_MB_POLICY, prepareMbPolicy } from "./policy/mbUpload.js"
 import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolicy } from "./policy/runtimeUpload.js"
-import { pythonExpectingValueAt } from "./pythonJson.js"
+import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
 import { renderAgentStatus, type RenderSettings } from "./render.js"
 import { AgentRepo, type NewAgent } from "./repo/AgentRepo.js"
 import { MbPolicyRepo, type MbPolicyData, RuntimePolicyRepo } from "./repo/PolicyRepo.js"

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { parseVersion } from "../../src/http/versions.js"
-import { pythonExpectingValueAt, pythonJsonDumps } from "../../src/verifier/pythonJson.js"
+import { pythonJsonDumps } from "../../src/verifier/pythonJson.js"
+import { pythonExpectingValueAt } from "../../src/verifier/pythonJsonErrors.js"
 import { encAlgForVersion, intervalText, renderAgentStatus } from "../../src/verifier/render.js"
 import type { AgentView } from "../../src/verifier/repo/rows.js"
 import { attestationStatus } from "../../src/verifier/states.js"
