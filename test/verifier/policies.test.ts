@@ -80,6 +80,7 @@ for (const [backend, available] of backends) {
           ["bad exclude regex", { runtime_policy: b64(JSON.stringify({ ...JSON.parse(Buffer.from(recordedPolicyBase64(), "base64").toString()), excludes: ["(unclosed"] })) }, "runtime_policy.excludes[0]", "Runtime policy is malformatted: runtime_policy.excludes[0]"],
           ["bad tpm_policy", { runtime_policy: recordedPolicyBase64(), tpm_policy: "{}" }, "tpm_policy", "tpm_policy has no \"mask\""],
           ["key not a key", { runtime_policy: recordedPolicyBase64(), runtime_policy_key: b64("nope") }, "runtime_policy_key", "runtime_policy_key is not a public key"],
+          ["key without a signature", { runtime_policy: recordedPolicyBase64(), runtime_policy_key: policyKey() }, "runtime_policy_key", "runtime_policy_key is given but there is no signature to check"],
           ["list body", [1], "body", "body must be a JSON object"]
         ]
         for (const [name, body, field, text] of cases) {

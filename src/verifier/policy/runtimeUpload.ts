@@ -78,6 +78,9 @@ export const prepareRuntimePolicy = (
     return upload.key === null
       ? refuse("runtime_policy_key", "key_required", "is required: require_allow_list_signatures is on")
       : refuse("runtime_policy", "not_signed", "is not signed (a DSSE envelope or runtime_policy_sig is required)")
+  } else if (upload.key !== null) {
+    // Keylime ignores the key here; a key that checks nothing would only suggest the policy was verified
+    return refuse("runtime_policy_key", "invalid", "is given but there is no signature to check (the policy is not a DSSE envelope and runtime_policy_sig is absent)")
   }
 
   if (upload.legacy === true && looksLegacy(text)) {
