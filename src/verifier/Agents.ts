@@ -31,7 +31,7 @@ import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
 import { renderAgentStatus, type RenderSettings } from "./render.js"
 import { AgentRepo, type NewAgent } from "./repo/AgentRepo.js"
 import { MbPolicyRepo, type MbPolicyData, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
-import { ACTIVE_STATES, OperationalState, stateName } from "./states.js"
+import { ACTIVE_STATES, OperationalState, REACTIVATABLE_STATES, stateName } from "./states.js"
 
 /** What DELETE did: removed now (200), or marked TERMINATED for the owning process (202). */
 export type RemoveOutcome = "deleted" | "terminating"
@@ -224,7 +224,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
       const before = row.value.operational_state
-      if (before === OperationalState.TERMINATED) return yield* new AgentBeingDeleted({ agentId })
+      if (!REACTIVATABLE_STATES.has(before as OperationalState)) return yield* new AgentBeingDeleted({ agentId })
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.START, resetProgress: true })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
       if (before === OperationalState.TENANT_FAILED) {
