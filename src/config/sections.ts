@@ -49,9 +49,6 @@ export const verifierSection = {
   session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),
-  measured_boot_policy_name: string("accept-all", "measured-boot policy that judges reference states: accept-all, reject-all, example"),
-  measured_boot_evaluate: literal(["once", "always"], "once", "evaluate the measured-boot policy on an agent's first quote only, or on every quote"),
-  ignore_tomtou_errors: boolean(false, "report IMA entries whose file changed while measured (time-of-measure/time-of-use) as ima.validation.tomtou (Keylime's naming)"),
   enabled_revocation_notifications: literalList(["agent", "webhook"], ["agent"], "notifiers of revocation events: agent (POST to the agents), webhook (POST to webhook_url)"),
   webhook_url: string("", "URL the webhook notifier POSTs revocation messages to"),
   notification_retry_interval: seconds(2, "first delay before a failed notification is retried (doubles each attempt)"),

@@ -16,18 +16,12 @@ describe("verifier core options", () => {
     const v = Either.getOrThrow(verifier()).values
     expect({
       require_allow_list_signatures: v.require_allow_list_signatures,
-      measured_boot_policy_name: v.measured_boot_policy_name,
-      measured_boot_evaluate: v.measured_boot_evaluate,
-      ignore_tomtou_errors: v.ignore_tomtou_errors,
       enabled_revocation_notifications: v.enabled_revocation_notifications,
       webhook_url: v.webhook_url,
       max_upload_size: v.max_upload_size,
       agent_ca: v.agent_ca
     }).toEqual({
       require_allow_list_signatures: false,
-      measured_boot_policy_name: "accept-all",
-      measured_boot_evaluate: "once",
-      ignore_tomtou_errors: false,
       enabled_revocation_notifications: ["agent"],
       webhook_url: "",
       max_upload_size: 104_857_600,
@@ -44,7 +38,7 @@ describe("verifier core options", () => {
     expect(Either.getOrThrow(verifier({ ATTEST_VERIFIER_ENABLED_REVOCATION_NOTIFICATIONS: "[]" })).values.enabled_revocation_notifications).toEqual([])
     const bad = verifier({ ATTEST_VERIFIER_ENABLED_REVOCATION_NOTIFICATIONS: "['agent', 'zeromq']" })
     expect(Either.isLeft(bad) && bad.left.message).toContain("[verifier] enabled_revocation_notifications: \"zeromq\" is not one of agent, webhook")
-    const badEvaluate = verifier({ ATTEST_VERIFIER_MEASURED_BOOT_EVALUATE: "sometimes" })
-    expect(Either.isLeft(badEvaluate) && badEvaluate.left.message).toContain("[verifier] measured_boot_evaluate")
+    const badSize = verifier({ ATTEST_VERIFIER_NOTIFICATION_QUEUE_SIZE: "0" })
+    expect(Either.isLeft(badSize) && badSize.left.message).toContain("[verifier] notification_queue_size: must be at least 1")
   })
 })
