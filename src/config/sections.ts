@@ -3,6 +3,7 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
+import { literalList } from "./literalList.js"
 import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
@@ -45,7 +46,18 @@ export const verifierSection = {
   request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
   ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
-  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)")
+  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
+  // --- verifier core: policies, agents' certificates, revocation notifications ---
+  require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),
+  enabled_revocation_notifications: literalList(["agent", "webhook"], ["agent"], "notifiers of revocation events: agent (POST to the agents), webhook (POST to webhook_url)"),
+  webhook_url: string("", "URL the webhook notifier POSTs revocation messages to"),
+  notification_retry_interval: seconds(2, "first delay before a failed notification is retried (doubles each attempt)"),
+  notification_max_interval: seconds(300, "longest delay between retries of a notification"),
+  notification_max_attempts: integer(0, "attempts before a notification is given up (0: until delivered)", { min: 0 }),
+  notification_queue_size: integer(10_000, "notifications kept per notifier while it is unreachable (oldest dropped beyond)", { min: 1 }),
+  agent_ca: stringList([], "CA certificates that sign agents' HTTPS certificates; empty: trust exactly each agent's mtls_cert"),
+  max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
+  policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 })
 } as const satisfies SectionSpec
 
 export const registrarSection = {

@@ -1,0 +1,176 @@
+/**
+ * Verifier wire formats (spec §2.2–§2.4, §4.1; keylime-wire.md §1.4 and the recorded exchanges).
+ * The request Schemas describe what clients send (the tenant encodes with them); the verifier reads
+ * creation bodies with src/verifier/agentBody.ts, which follows Keylime's key order and texts.
+ * Keylime's spellings are kept where clients read them: `uuids` as a list of 1-element lists,
+ * `tmp_policy`, `runtimepolicy names`, `mbpolicy names`.
+ */
+import { Schema } from "effect"
+
+const NullableString = Schema.NullOr(Schema.String)
+const optionalNullable = <A, I, R>(s: Schema.Schema<A, I, R>) => Schema.optionalWith(Schema.NullOr(s), { exact: true })
+
+/** `cloudagent_port`: an integer, or its decimal string (the spec documents a string). */
+export const PortField = Schema.Union(Schema.Int, Schema.String)
+
+/**
+ * POST /v2.x/agents/:id body as Keylime's tenant sends it (API 2.1 to 2.6; spec §2.3). Keylime
+ * requires `tpm_policy, metadata, ima_sign_verification_keys, revocation_key, accept_tpm_*_algs,
+ * ak_tpm, mb_policy_name, mb_policy` and a string `runtime_policy` ("" for none).
+ */
+export const AgentCreateRequest = Schema.Struct({
+  v: optionalNullable(Schema.String),
+  cloudagent_ip: Schema.String,
+  cloudagent_port: PortField,
+  verifier_ip: Schema.optional(Schema.String),
+  verifier_port: Schema.optional(PortField),
+  tpm_policy: Schema.String,
+  runtime_policy: Schema.String,
+  runtime_policy_name: optionalNullable(Schema.String),
+  runtime_policy_key: optionalNullable(Schema.String),
+  runtime_policy_sig: optionalNullable(Schema.String),
+  mb_policy: optionalNullable(Schema.String),
+  mb_policy_name: optionalNullable(Schema.String),
+  /** The spec's 2.5 name for the measured-boot reference state (sample: the string "null"). */
+  mb_refstate: optionalNullable(Schema.String),
+  ima_sign_verification_keys: Schema.String,
+  metadata: Schema.String,
+  revocation_key: Schema.String,
+  accept_tpm_hash_algs: Schema.Array(Schema.String),
+  accept_tpm_encryption_algs: Schema.Array(Schema.String),
+  accept_tpm_signing_algs: Schema.Array(Schema.String),
+  ak_tpm: Schema.String,
+  mtls_cert: optionalNullable(Schema.String),
+  supported_version: Schema.optional(Schema.String)
+}).annotations({ identifier: "AgentCreateRequest" })
+export type AgentCreateRequest = typeof AgentCreateRequest.Type
+
+/**
+ * The 2.1-era body (spec §2.3 "earlier variant"): `vtpm_policy` and an inline `allowlist` (a JSON
+ * document as a string) instead of `runtime_policy*` and the mb fields. attest still needs
+ * `ak_tpm` (Keylime 2.0 fetched the AK from the registrar; attest's verifier does not).
+ */
+export const LegacyAgentCreateRequest = Schema.Struct({
+  v: Schema.String,
+  cloudagent_ip: Schema.String,
+  cloudagent_port: PortField,
+  tpm_policy: Schema.String,
+  vtpm_policy: Schema.String,
+  allowlist: Schema.String,
+  ima_sign_verification_keys: Schema.String,
+  metadata: Schema.String,
+  revocation_key: Schema.String,
+  accept_tpm_hash_algs: Schema.Array(Schema.String),
+  accept_tpm_encryption_algs: Schema.Array(Schema.String),
+  accept_tpm_signing_algs: Schema.Array(Schema.String),
+  ak_tpm: Schema.String,
+  mtls_cert: Schema.optional(NullableString),
+  supported_version: Schema.optional(Schema.String)
+}).annotations({ identifier: "LegacyAgentCreateRequest" })
+export type LegacyAgentCreateRequest = typeof LegacyAgentCreateRequest.Type
+
+const StatusCommon = {
+  operational_state: Schema.Int,
+  v: NullableString,
+  ip: Schema.String,
+  port: Schema.Int,
+  tpm_policy: Schema.String
+}
+
+const StatusTail = {
+  accept_tpm_hash_algs: Schema.Array(Schema.String),
+  accept_tpm_encryption_algs: Schema.Array(Schema.String),
+  accept_tpm_signing_algs: Schema.Array(Schema.String),
+  hash_alg: Schema.String,
+  enc_alg: Schema.String,
+  sign_alg: Schema.String,
+  verifier_id: Schema.String,
+  verifier_ip: Schema.String,
+  verifier_port: Schema.Int,
+  severity_level: Schema.NullOr(Schema.Int),
+  last_event_id: NullableString,
+  attestation_count: Schema.Int,
+  last_received_quote: Schema.NullOr(Schema.Int),
+  last_successful_attestation: Schema.NullOr(Schema.Int)
+}
+
+/** GET agent results from API 2.5 (spec §2.2, field order as Keylime renders it). */
+export const AgentStatus = Schema.Struct({
+  ...StatusCommon,
+  meta_data: Schema.String,
+  has_mb_refstate: Schema.Literal(0, 1),
+  has_runtime_policy: Schema.Literal(0, 1),
+  ...StatusTail,
+  attestation_status: Schema.Literal("PASS", "FAIL", "PENDING"),
+  attestation_period: Schema.String,
+  maximum_attestation_interval: Schema.String
+}).annotations({ identifier: "AgentStatus" })
+export type AgentStatus = typeof AgentStatus.Type
+
+/**
+ * GET agent results for API 2.0–2.4 (spec §2.2 "earlier documented variant"): `allowlist_len` and
+ * `mb_refstate_len` instead of the has_* flags, `enc_alg` without a bit length, `vtpm_policy`.
+ */
+export const LegacyAgentStatus = Schema.Struct({
+  ...StatusCommon,
+  vtpm_policy: NullableString,
+  meta_data: Schema.String,
+  allowlist_len: Schema.Int,
+  mb_refstate_len: Schema.Int,
+  ...StatusTail
+}).annotations({ identifier: "LegacyAgentStatus" })
+export type LegacyAgentStatus = typeof LegacyAgentStatus.Type
+
+export const AnyAgentStatus = Schema.Union(AgentStatus, LegacyAgentStatus)
+export type AnyAgentStatus = typeof AnyAgentStatus.Type
+
+/** GET /agents/ results: Keylime nests each id in a 1-element list. */
+export const VerifierAgentList = Schema.Struct({
+  uuids: Schema.Array(Schema.Tuple(Schema.String))
+}).annotations({ identifier: "VerifierAgentList" })
+export type VerifierAgentList = typeof VerifierAgentList.Type
+
+/** GET /agents/?bulk=true results: status per agent id ({} when none). */
+export const VerifierAgentBulk = Schema.Record({ key: Schema.String, value: AnyAgentStatus }).annotations({
+  identifier: "VerifierAgentBulk"
+})
+export type VerifierAgentBulk = typeof VerifierAgentBulk.Type
+
+/** POST / PUT /allowlists/:name body (spec §2.4): the policy JSON in base64. */
+export const RuntimePolicyRequest = Schema.Struct({
+  runtime_policy: Schema.String,
+  runtime_policy_key: optionalNullable(Schema.String),
+  runtime_policy_sig: optionalNullable(Schema.String),
+  tpm_policy: optionalNullable(Schema.String)
+}).annotations({ identifier: "RuntimePolicyRequest" })
+export type RuntimePolicyRequest = typeof RuntimePolicyRequest.Type
+
+/** GET /allowlists/:name results; `tmp_policy` (sic) is the policy's tpm_policy. */
+export const RuntimePolicyResponse = Schema.Struct({
+  name: Schema.String,
+  tmp_policy: NullableString,
+  runtime_policy: Schema.String
+}).annotations({ identifier: "RuntimePolicyResponse" })
+export type RuntimePolicyResponse = typeof RuntimePolicyResponse.Type
+
+export const RuntimePolicyNames = Schema.Struct({
+  "runtimepolicy names": Schema.Array(Schema.String)
+}).annotations({ identifier: "RuntimePolicyNames" })
+export type RuntimePolicyNames = typeof RuntimePolicyNames.Type
+
+/** POST / PUT /mbpolicies/:name body: the reference state as a JSON string (absent or null: empty). */
+export const MbPolicyRequest = Schema.Struct({
+  mb_policy: optionalNullable(Schema.String)
+}).annotations({ identifier: "MbPolicyRequest" })
+export type MbPolicyRequest = typeof MbPolicyRequest.Type
+
+export const MbPolicyResponse = Schema.Struct({
+  name: Schema.String,
+  mb_policy: NullableString
+}).annotations({ identifier: "MbPolicyResponse" })
+export type MbPolicyResponse = typeof MbPolicyResponse.Type
+
+export const MbPolicyNames = Schema.Struct({
+  "mbpolicy names": Schema.Array(Schema.String)
+}).annotations({ identifier: "MbPolicyNames" })
+export type MbPolicyNames = typeof MbPolicyNames.Type

@@ -1,0 +1,83 @@
+/**
+ * THE one place the verifier turns runtime-policy text into a compiled policy. Today it uses the
+ * Schema decode of schemas/RuntimePolicy.ts and `compilePolicy` (src/ima/policy.ts); it is switched
+ * to the faster `loadRuntimePolicy` (src/ima) when that lands. Every caller (uploads, agent
+ * creation, the policy cache) goes through `loadRuntime`, so the switch is one file.
+ */
+import * as crypto from "node:crypto"
+import { Either, ParseResult, Schema } from "effect"
+import { decodeRuntimePolicy, Generator, type RuntimePolicy } from "../../../schemas/RuntimePolicy.js"
+import { type CompiledPolicy, compilePolicy } from "../../ima/policy.js"
+
+export interface LoadedRuntimePolicy {
+  readonly compiled: CompiledPolicy
+  /** Hex SHA-256 of the text: the cache key, and what Keylime stores as `checksum`. */
+  readonly checksum: string
+  /** More than Keylime's empty policy (meta.generator > EmptyAllowList): `has_runtime_policy`. */
+  readonly hasPolicy: boolean
+}
+
+export interface RuntimePolicyLoadError {
+  /** `runtime_policy` or `runtime_policy.<path>` (e.g. runtime_policy.ima.log_hash_alg). */
+  readonly field: string
+  /** Completes "<field> <reason>". */
+  readonly reason: string
+  /** Keylime's ImaValidationError text for the same refusal. */
+  readonly keylimeText: string
+  readonly kind: "not_json" | "malformatted"
+  /** The part after "Runtime policy is malformatted: " (malformatted only). */
+  readonly keylimeDetail?: string
+}
+
+/** Keylime's RUNTIME_POLICY_SCHEMA `required`, in its order (jsonschema names the first missing). */
+const REQUIRED = ["meta", "release", "digests", "excludes", "keyrings", "ima", "ima-buf", "verification-keys"] as const
+
+const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
+
+export const checksumOf = (text: string): string => crypto.createHash("sha256").update(text, "utf8").digest("hex")
+
+const malformatted = (field: string, reason: string, detail: string): Either.Either<never, RuntimePolicyLoadError> =>
+  Either.left({ field, reason, kind: "malformatted", keylimeDetail: detail, keylimeText: `Runtime policy is malformatted: ${detail}` })
+
+/** Decodes and compiles policy text (a plain v1 runtime policy, not a DSSE envelope). */
+export const loadRuntime = (text: string): Either.Either<LoadedRuntimePolicy, RuntimePolicyLoadError> => {
+  const json = decodeJson(text)
+  if (Either.isLeft(json)) {
+    return Either.left({
+      field: "runtime_policy",
+      reason: "is not valid JSON",
+      kind: "not_json",
+      keylimeText: "Runtime policy is not valid JSON!"
+    })
+  }
+  const doc = json.right
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
+    return malformatted("runtime_policy", "must be a JSON object", `${text.trim().slice(0, 40)} is not of type 'object'`)
+  }
+  const missing = REQUIRED.find((k) => !Object.prototype.hasOwnProperty.call(doc, k))
+  if (missing !== undefined) {
+    return malformatted(`runtime_policy.${missing}`, "is required", `'${missing}' is a required property`)
+  }
+  const decoded = decodeRuntimePolicy(doc)
+  if (Either.isLeft(decoded)) {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
+    const path = issue === undefined ? "" : issue.path.map(String).join(".")
+    const field = path === "" ? "runtime_policy" : `runtime_policy.${path}`
+    const reason = issue?.message ?? "does not match the runtime policy format"
+    return malformatted(field, reason, `${field}: ${reason}`)
+  }
+  return fromDecoded(decoded.right, text)
+}
+
+const fromDecoded = (policy: RuntimePolicy, text: string): Either.Either<LoadedRuntimePolicy, RuntimePolicyLoadError> => {
+  const compiled = compilePolicy(policy)
+  if (Either.isLeft(compiled)) {
+    const field = `runtime_policy.${compiled.left.field}`
+    return malformatted(field, compiled.left.reason, `${field}: ${compiled.left.reason}`)
+  }
+  return Either.right({
+    compiled: compiled.right,
+    checksum: checksumOf(text),
+    hasPolicy: (policy.meta.generator ?? Generator.Unknown) > Generator.EmptyAllowList
+  })
+}

@@ -1,0 +1,225 @@
+/**
+ * The verifier's repositories on SQLite and PostgreSQL: rows round-trip, listings keep creation
+ * order, the loop's writes are conditional on `generation` (an admin change in between wins),
+ * severity only rises, policies in use cannot be deleted, and the notification outbox is bounded.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option, Redacted, TestClock } from "effect"
+import { EMPTY_MB_POLICY } from "../../src/verifier/policy/mbUpload.js"
+import { emptyRuntimePolicyData } from "../../src/verifier/policy/runtimeUpload.js"
+import { AgentRepo, type NewAgent } from "../../src/verifier/repo/AgentRepo.js"
+import { NotificationOutbox } from "../../src/verifier/repo/NotificationOutbox.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "../../src/verifier/repo/PolicyRepo.js"
+import { OperationalState } from "../../src/verifier/states.js"
+import { testDatabase } from "../support/db.js"
+import { backends, verifierLayer } from "./support.js"
+
+const newAgent = (agentId: string, verifierId = "default"): NewAgent => ({
+  agent_id: agentId,
+  verifier_id: verifierId,
+  operational_state: OperationalState.START,
+  v: null,
+  ip: "127.0.0.1",
+  port: 9002,
+  tpm_policy: "{\"mask\": \"0x400\"}",
+  vtpm_policy: null,
+  meta_data: "{}",
+  ak_tpm: "AAAA",
+  mtls_cert: null,
+  runtime_policy_name: agentId,
+  mb_policy_name: agentId,
+  ima_sign_verification_keys: "",
+  revocation_key: "secret-key",
+  accept_tpm_hash_algs: ["sha256"],
+  accept_tpm_encryption_algs: ["rsa"],
+  accept_tpm_signing_algs: ["rsassa"],
+  supported_version: "2.2"
+})
+
+/** An agent with its own empty policies, as agent creation stores it. */
+const addAgent = (agentId: string, verifierId = "default") =>
+  Effect.gen(function*() {
+    expect(yield* (yield* RuntimePolicyRepo).insert(agentId, emptyRuntimePolicyData().data)).toBe(true)
+    expect(yield* (yield* MbPolicyRepo).insert(agentId, EMPTY_MB_POLICY)).toBe(true)
+    expect(yield* (yield* AgentRepo).insert(newAgent(agentId, verifierId))).toBe(true)
+  })
+
+for (const [backend, available] of backends) {
+  describe.skipIf(!available)(`verifier repositories on ${backend}`, () => {
+    const run = <A, E>(effect: Effect.Effect<A, E, any>) =>
+      Effect.gen(function*() {
+        const db = yield* testDatabase(backend)
+        return yield* effect.pipe(Effect.provide(verifierLayer(db)))
+      })
+
+    it.scoped("stores an agent with its initial loop columns and reads it back with its policy facts", () =>
+      run(Effect.gen(function*() {
+        yield* TestClock.setTime(1_700_000_000_000)
+        yield* addAgent("a1")
+        const repo = yield* AgentRepo
+        const row = Option.getOrThrow(yield* repo.find("a1"))
+        expect(row).toMatchObject({
+          agent_id: "a1",
+          operational_state: 1,
+          port: 9002,
+          accept_tpm_hash_algs: ["sha256"],
+          hash_alg: "",
+          severity_level: null,
+          attestation_count: 0,
+          v_delivered: false,
+          generation: 0,
+          created_at: 1_700_000_000
+        })
+        expect(Redacted.value(row.revocation_key)).toBe("secret-key")
+        const view = Option.getOrThrow(yield* repo.findView("a1"))
+        expect(view.runtime_policy_checksum).toBe(emptyRuntimePolicyData().data.checksum)
+        expect([view.runtime_policy_has_policy, view.runtime_policy_digest_count, view.mb_policy_has_policy]).toEqual([false, 0, false])
+        expect(yield* repo.find("nope")).toEqual(Option.none())
+        expect(yield* repo.insert(newAgent("a1"))).toBe(false)
+      })))
+
+    it.scoped("lists ids in creation order, filtered by verifier id, and the active agents of one verifier", () =>
+      run(Effect.gen(function*() {
+        for (const id of ["zeta", "alpha", "mid"]) yield* addAgent(id)
+        yield* addAgent("other-1", "other")
+        const repo = yield* AgentRepo
+        expect(yield* repo.listIds()).toEqual(["zeta", "alpha", "mid", "other-1"])
+        expect(yield* repo.listIds("other")).toEqual(["other-1"])
+        expect(yield* repo.listIds("none")).toEqual([])
+        yield* repo.adminUpdate("alpha", { operationalState: OperationalState.TENANT_FAILED })
+        yield* repo.adminUpdate("mid", { operationalState: OperationalState.TERMINATED })
+        expect((yield* repo.activeOf("default")).map((v) => v.agent_id)).toEqual(["zeta"])
+        expect(yield* repo.terminatedOf("default")).toEqual(["mid"])
+        expect((yield* repo.listViews("default")).map((v) => v.agent_id)).toEqual(["zeta", "alpha", "mid"])
+      })))
+
+    it.scoped("a loop write with the generation it read wins; after an admin change it loses and changes nothing", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("g1")
+        const repo = yield* AgentRepo
+        const read = Option.getOrThrow(yield* repo.find("g1")).generation
+        const verdict = {
+          operationalState: OperationalState.GET_QUOTE,
+          valid: true,
+          receivedAt: 1000,
+          evaluationState: "{\"next\":2}",
+          algorithms: { hashAlg: "sha256", encAlg: "rsa", signAlg: "rsassa" },
+          nextPollAt: 1002
+        }
+        expect(yield* repo.recordVerdict("g1", read, verdict)).toBe(true)
+        const stopped = yield* repo.adminUpdate("g1", { operationalState: OperationalState.TENANT_FAILED })
+        expect(stopped).toEqual(Option.some(read + 1))
+        expect(yield* repo.recordVerdict("g1", read, { ...verdict, receivedAt: 2000 })).toBe(false)
+        expect(yield* repo.recordRetry("g1", read, { operationalState: 4, retryCount: 1, nextPollAt: 5 })).toBe(false)
+        expect(yield* repo.markFailed("g1", read, { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(false)
+        expect(yield* repo.setState("g1", read, { operationalState: OperationalState.GET_QUOTE })).toBe(false)
+        const after = Option.getOrThrow(yield* repo.find("g1"))
+        expect(after).toMatchObject({
+          operational_state: 10,
+          attestation_count: 1,
+          last_received_quote: 1000,
+          last_successful_attestation: 1000,
+          evaluation_state: "{\"next\":2}",
+          hash_alg: "sha256",
+          severity_level: null,
+          next_poll_at: 1002
+        })
+        // an unknown agent: no generation, and no loop write lands
+        expect(yield* repo.adminUpdate("missing", { operationalState: 10 })).toEqual(Option.none())
+        expect(yield* repo.recordVerdict("missing", 0, verdict)).toBe(false)
+      })))
+
+    it.scoped("keeps the highest severity and its event id; an invalid verdict counts no attestation", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("s1")
+        const repo = yield* AgentRepo
+        const g = 0
+        const invalid = (eventId: string, severityLevel: number, receivedAt: number) =>
+          repo.recordVerdict("s1", g, {
+            operationalState: OperationalState.INVALID_QUOTE,
+            valid: false,
+            receivedAt,
+            event: { eventId, severityLevel },
+            evaluationState: null,
+            nextPollAt: null
+          })
+        expect(yield* invalid("ima.pcr_mismatch", 3, 10)).toBe(true)
+        expect(yield* invalid("ima.validation.ima-ng.not_in_allowlist", 2, 11)).toBe(true)
+        let row = Option.getOrThrow(yield* repo.find("s1"))
+        expect([row.severity_level, row.last_event_id, row.last_received_quote, row.attestation_count, row.last_successful_attestation])
+          .toEqual([3, "ima.pcr_mismatch", 11, 0, 0])
+        expect(yield* repo.markFailed("s1", g, { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(true)
+        row = Option.getOrThrow(yield* repo.find("s1"))
+        expect([row.operational_state, row.severity_level, row.last_event_id, row.next_poll_at]).toEqual([7, 6, "internal.verifier.not_reachable", null])
+      })))
+
+    it.scoped("retries and state changes write their columns; reactivation resets the loop's progress and bumps generation", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("r1")
+        const repo = yield* AgentRepo
+        expect(yield* repo.recordRetry("r1", 0, { operationalState: OperationalState.GET_QUOTE_RETRY, retryCount: 2, nextPollAt: 77 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({ operational_state: 4, retry_count: 2, next_poll_at: 77 })
+        expect(yield* repo.setState("r1", 0, { operationalState: OperationalState.GET_QUOTE, vDelivered: true, retryCount: 0, nextPollAt: 80 })).toBe(true)
+        yield* repo.recordVerdict("r1", 0, { operationalState: 3, valid: true, receivedAt: 5, evaluationState: "{}", nextPollAt: 7 })
+        expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({ v_delivered: true, retry_count: 0, evaluation_state: "{}" })
+        expect(yield* repo.adminUpdate("r1", { operationalState: OperationalState.START, resetProgress: true })).toEqual(Option.some(1))
+        expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({
+          operational_state: 1,
+          v_delivered: false,
+          retry_count: 0,
+          evaluation_state: null,
+          next_poll_at: null,
+          attestation_count: 1,
+          generation: 1
+        })
+        expect(yield* repo.remove("r1")).toBe(true)
+        expect(yield* repo.remove("r1")).toBe(false)
+      })))
+
+    it.scoped("policies: a taken name is reported, replacing an unknown one too; a policy in use names its agent and cannot be deleted", () =>
+      run(Effect.gen(function*() {
+        const runtime = yield* RuntimePolicyRepo
+        const mb = yield* MbPolicyRepo
+        const data = emptyRuntimePolicyData().data
+        expect(yield* runtime.insert("p2", data)).toBe(true)
+        expect(yield* runtime.insert("p1", data)).toBe(true)
+        expect(yield* runtime.insert("p1", data)).toBe(false)
+        expect(yield* runtime.update("nope", data)).toBe(false)
+        expect(yield* runtime.update("p1", { ...data, tpm_policy: "{\"mask\": \"0x1\"}", digest_count: 3 })).toBe(true)
+        expect(Option.getOrThrow(yield* runtime.find("p1"))).toMatchObject({ name: "p1", tpm_policy: "{\"mask\": \"0x1\"}", digest_count: 3 })
+        expect(yield* runtime.names()).toEqual(["p2", "p1"])
+        yield* addAgent("user-1")
+        expect(yield* runtime.usedBy("user-1")).toEqual(Option.some("user-1"))
+        expect(yield* runtime.usedBy("p1")).toEqual(Option.none())
+        // the foreign key refuses deleting a referenced policy even without the domain's check
+        const refused = yield* Effect.either(runtime.remove("user-1"))
+        expect(refused._tag).toBe("Left")
+        expect(yield* mb.usedBy("user-1")).toEqual(Option.some("user-1"))
+        expect(yield* runtime.remove("p1")).toBe(true)
+        expect(yield* runtime.exists("p1")).toBe(false)
+        expect(yield* mb.insert("mb1", { mb_policy: "{\"a\": 1}", checksum: "c", has_policy: true, key_count: 1 })).toBe(true)
+        expect(Option.getOrThrow(yield* mb.find("mb1"))).toMatchObject({ mb_policy: "{\"a\": 1}", has_policy: true, key_count: 1 })
+        expect(yield* mb.update("zz", EMPTY_MB_POLICY)).toBe(false)
+      })))
+
+    it.scoped("the outbox hands out due notifications in order, reschedules failures and drops the oldest past its bound", () =>
+      run(Effect.gen(function*() {
+        yield* TestClock.setTime(100_000)
+        const outbox = yield* NotificationOutbox
+        const first = yield* outbox.enqueue({ notifier: "webhook", agentId: "a", payload: "1" }, 2)
+        yield* outbox.enqueue({ notifier: "webhook", agentId: "a", payload: "2" }, 2)
+        yield* outbox.enqueue({ notifier: "agent", agentId: "a", payload: "x" }, 2)
+        const third = yield* outbox.enqueue({ notifier: "webhook", agentId: "b", payload: "3" }, 2)
+        expect([first.dropped, third.dropped]).toEqual([0, 1])
+        expect(yield* outbox.pending("webhook")).toBe(2)
+        const due = yield* outbox.due("webhook", 100, 10)
+        expect(due.map((n) => n.payload)).toEqual(["2", "3"])
+        yield* outbox.retryLater(due[0]!.id, { attempts: 1, nextAttemptAt: 160, error: "connection refused" })
+        yield* outbox.delivered(due[1]!.id)
+        expect(yield* outbox.due("webhook", 159, 10)).toEqual([])
+        const later = yield* outbox.due("webhook", 160, 10)
+        expect(later.map((n) => [n.payload, n.attempts, n.last_error])).toEqual([["2", 1, "connection refused"]])
+        expect((yield* outbox.due("agent", 100, 10)).map((n) => n.payload)).toEqual(["x"])
+      })))
+  })
+}
