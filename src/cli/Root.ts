@@ -10,7 +10,9 @@
  *     export const verifierCommand = Command.make("verifier", { config: configFileOption },
  *       lazy(() => import("./verifier.run.js"), (m) => m.run)).pipe(Command.withDescription("…"))
  * and src/cli/verifier.run.ts exports `run` (taking the parsed options). A group (`attest tpm …`)
- * lists its subcommands the same way in its own file; each of those declares a lazy handler too.
+ * imports its subcommands' declarations in its own file (tpm.ts, policy.ts); each of those is split
+ * the same way, a declaration with a lazy handler and a `.run.ts` implementation.
+ * test/cli/bundle.test.ts fails when the start-up graph of the bundle reaches implementation code.
  */
 import { Command } from "@effect/cli"
 import { version } from "./version.js"
