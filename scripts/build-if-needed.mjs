@@ -1,10 +1,11 @@
-// Builds dist/ with tsc when any source file is newer than the last build, so `npm start`
-// works on a fresh clone and stays quick on the second run.
+// Bundles the executable (dist/cli/attest.js, scripts/bundle.mjs) when any source file is newer
+// than the last bundle, so `npm start` works on a fresh clone and stays quick on the second run.
+// The executable needs only the bundle; `npm run build` also writes tsc's dist/src for library users.
 import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { join } from "node:path"
 
-const stamp = "dist/src/cli/bin.js"
+const stamp = "dist/cli/attest.js"
 const newest = (dir) => {
   let t = 0
   if (!existsSync(dir)) return t
@@ -14,8 +15,14 @@ const newest = (dir) => {
   }
   return t
 }
-const sources = Math.max(newest("src"), newest("schemas"), newest("layers"), statSync("package.json").mtimeMs)
+const sources = Math.max(
+  newest("src"),
+  newest("schemas"),
+  newest("layers"),
+  statSync("package.json").mtimeMs,
+  statSync("scripts/bundle.mjs").mtimeMs
+)
 if (!existsSync(stamp) || statSync(stamp).mtimeMs < sources) {
-  console.error("attest: building with tsc …")
-  execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
+  console.error("attest: bundling with esbuild …")
+  execFileSync(process.execPath, ["scripts/bundle.mjs"], { stdio: "inherit" })
 }

@@ -5,58 +5,8 @@
  * asked, and then it says so loudly.
  */
 import { Command, Options } from "@effect/cli"
-import { NodeContext, NodeHttpClient } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { layer as agentLayer, type AgentOptions, RunningAgent } from "../agent/Agent.js"
-import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
-import { layer as systemMeasurements } from "../agent/measurements/SystemMeasurements.js"
-import { AgentConfig, ConfigSources } from "../config/services.js"
-import type { AgentOptions as AgentSection } from "../config/sections.js"
-import type { HashAlg, KeyAlg, SignScheme } from "../tpm/Tpm.js"
-import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
 import { configFileOption } from "./config.js"
-
-const readPem = (file: string) =>
-  Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => new Error(`cannot read ${file}: ${(e as Error).message}`) })
-
-/** `[agent]` options → AgentOptions (files read, `default` resolved as Keylime does). */
-export const agentOptionsFromSection = (c: AgentSection) =>
-  Effect.gen(function*() {
-    const dataDir = path.resolve(c.data_dir)
-    const caFiles = c.trusted_client_ca.map((f) => (f === "default" ? path.join(c.ca_dir, "cacert.crt") : f))
-    const trustedClientCa = (yield* Effect.forEach(caFiles, readPem)).join("\n")
-    const serverTls = c.server_cert === "default" || c.server_key === "default"
-      ? undefined
-      : { cert: yield* readPem(c.server_cert), key: yield* readPem(c.server_key) }
-    const keyAlg = c.tpm_encryption_alg as KeyAlg
-    const options: AgentOptions = {
-      agentId: c.uuid,
-      dataDir,
-      host: c.ip,
-      port: c.port,
-      contactIp: c.contact_ip,
-      contactPort: c.contact_port,
-      registrarUrl: `http://${c.registrar_ip.includes(":") ? `[${c.registrar_ip}]` : c.registrar_ip}:${c.registrar_port}`,
-      trustedClientCa,
-      ...(serverTls ? { serverTls } : {}),
-      payload: { dir: path.join(dataDir, "secure"), extractZip: true, script: c.payload_script === "" ? undefined : c.payload_script },
-      revocationCertFile: path.join(dataDir, "secure", "unzipped", "RevocationNotifier-cert.crt"),
-      ekAlg: keyAlg,
-      ak: {
-        alg: keyAlg,
-        hash: c.tpm_hash_alg as HashAlg,
-        scheme: (keyAlg === "ecc" ? "ecdsa" : c.tpm_signing_alg === "rsapss" ? "rsapss" : "rsassa") as SignScheme
-      }
-    }
-    return options
-  })
-
-const SIMULATED_WARNING =
-  "*** The TPM is SIMULATED (in-memory, attest's simulator) and the measurements come from a simulated machine: " +
-  "quotes prove nothing about this host. For a real TPM use --tpm tpm2-tools. ***"
+import { lazy } from "./lazy.js"
 
 export const agentCommand = Command.make(
   "agent",
@@ -75,31 +25,5 @@ export const agentCommand = Command.make(
       Options.optional
     )
   },
-  ({ config, measurements, tcti, tpm }) =>
-    Effect.gen(function*() {
-      const section = yield* AgentConfig.pipe(Effect.provide(AgentConfig.layer), Effect.provide(ConfigSources.fromFile(config)))
-      const options = yield* agentOptionsFromSection(section)
-      yield* Effect.try({
-        try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
-        catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
-      })
-      const simulated = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system")) === "simulated"
-      if (tpm === "simulator" || simulated) yield* Effect.logWarning(SIMULATED_WARNING)
-      const tpmLayer = tpm === "simulator"
-        ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
-        : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
-      const sourceLayer = simulated
-        ? simulatedMachine({ name: options.agentId })
-        : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
-      const running = agentLayer(options).pipe(
-        Layer.provide(sourceLayer),
-        Layer.provide(tpmLayer),
-        Layer.provide(NodeHttpClient.layerUndici)
-      )
-      yield* Effect.gen(function*() {
-        const agent = yield* RunningAgent
-        yield* Console.log(`attest agent ${agent.agentId} serving on ${agent.url}`)
-        return yield* Effect.never
-      }).pipe(Effect.provide(running))
-    }).pipe(Effect.tapError((e) => Console.error(`attest agent: ${"message" in e ? e.message : String(e)}`)))
+  lazy(() => import("./agent.run.js"), (m) => m.run)
 ).pipe(Command.withDescription("Run the pull-model agent: register with the registrar, then answer quote and key requests over HTTPS (port 9002)."))

@@ -1,10 +1,10 @@
-/** `attest config show <component> [--config file]`: every effective option and where it came from. */
+/**
+ * `attest config show <component>`: every effective option and where it came from;
+ * `attest config import <file>…`: an existing Keylime installation's configuration as attest's TOML.
+ */
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
-import { describeOrigin, renderValue, resolveSection } from "../config/load.js"
-import type { OptionSpec } from "../config/option.js"
-import { type SectionName, sectionNames, sections } from "../config/sections.js"
-import { readSources } from "../config/services.js"
+import { sectionNames } from "../config/sections.js"
+import { lazy } from "./lazy.js"
 
 /** The shared `--config <file>` option of every component command. */
 export const configFileOption = Options.file("config", { exists: "yes" }).pipe(
@@ -12,31 +12,32 @@ export const configFileOption = Options.file("config", { exists: "yes" }).pipe(
   Options.optional
 )
 
-/** The section as TOML text, each line commented with its source and meaning. */
-export const renderSection = Effect.fn("Config.render")(function*(component: SectionName, configFile: Parameters<typeof readSources>[0]) {
-  const sources = yield* readSources(configFile)
-  const r = yield* resolveSection(component, sources)
-  const spec = sections[component] as Record<string, OptionSpec<unknown>>
-  const lines = Object.keys(spec).map((name) => {
-    const value = (r.values as Record<string, unknown>)[name]
-    const origin = (r.origins as Record<string, Parameters<typeof describeOrigin>[0]>)[name]!
-    return { text: `${name} = ${renderValue(spec[name]!, value)}`, note: `${describeOrigin(origin)}: ${spec[name]!.doc}` }
-  })
-  const width = Math.max(...lines.map((l) => l.text.length))
-  return [`[${component}]`, ...lines.map((l) => `${l.text.padEnd(width)}  # ${l.note}`)].join("\n")
-})
-
 const showCommand = Command.make(
   "show",
   { component: Args.choice(sectionNames.map((n) => [n, n] as const), { name: "component" }), config: configFileOption },
-  ({ component, config }) =>
-    renderSection(component, config).pipe(
-      Effect.flatMap(Console.log),
-      Effect.tapError((e) => Console.error(`attest config: ${e.message}`))
-    )
+  lazy(() => import("./config.run.js"), (m) => m.show)
 ).pipe(Command.withDescription("Print the effective configuration of a component: each value and its source (default, file, env)."))
 
+const importCommand = Command.make(
+  "import",
+  {
+    files: Args.file({ name: "file", exists: "yes" }).pipe(
+      Args.withDescription("Keylime configuration files, later ones overriding earlier ones: verifier.conf, registrar.conf, tenant.conf, ca.conf, their .conf.d snippets, keylime-agent.conf"),
+      Args.atLeast(1)
+    ),
+    out: Options.file("out").pipe(Options.withDescription("write attest's TOML here instead of standard output"), Options.optional),
+    keylimeDir: Options.directory("keylime-dir").pipe(
+      Options.withDescription("Keylime's working directory (its KEYLIME_DIR): where its CA (cv_ca) and tpm_cert_store are, base of relative paths"),
+      Options.withDefault("/var/lib/keylime")
+    ),
+    force: Options.boolean("force").pipe(Options.withDescription("replace the --out file if it exists"))
+  },
+  lazy(() => import("./configImport.run.js"), (m) => m.run)
+).pipe(Command.withDescription(
+  "Write attest's TOML from an existing Keylime installation's configuration files, listing on stderr every option not carried over and why."
+))
+
 export const configCommand = Command.make("config").pipe(
-  Command.withDescription("Inspect configuration: environment ATTEST_<SECTION>_<OPTION> over the --config TOML file over defaults."),
-  Command.withSubcommands([showCommand])
+  Command.withDescription("Inspect configuration (environment ATTEST_<SECTION>_<OPTION> over the --config TOML file over defaults), or import Keylime's."),
+  Command.withSubcommands([showCommand, importCommand])
 )

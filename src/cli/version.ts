@@ -1,6 +1,6 @@
 import { createRequire } from "node:module"
 
-// package.json sits two levels above both src/cli (tsx) and dist/src/cli (built).
+// package.json sits two levels above src/cli (tsx) and dist/cli (the bundle), three above dist/src/cli (tsc).
 const require = createRequire(import.meta.url)
 const findVersion = (): string => {
   for (const p of ["../../package.json", "../../../package.json"]) {

@@ -6,12 +6,13 @@
 import { Config, ConfigError, Either, Option, Schema } from "effect"
 import { type OptionSpec, reasonOf, type SectionSpec, type SectionValues } from "./option.js"
 import { type SectionName, sectionNames, sections } from "./sections.js"
-import type { TomlDocument, TomlValue } from "./toml.js"
+import { isTable, lineOf, type TomlDocument, type TomlValue } from "./toml.js"
 
 export interface ConfigSources {
   /** The process environment (or a test's). */
   readonly env: Readonly<Record<string, string | undefined>>
-  readonly file?: { readonly path: string; readonly doc: TomlDocument }
+  /** The `--config` file; with its `text`, errors also give the line of a plainly written option. */
+  readonly file?: { readonly path: string; readonly doc: TomlDocument; readonly text?: string }
 }
 
 export type Origin =
@@ -51,13 +52,24 @@ export const unknownOptions = (sources: ConfigSources): ReadonlyArray<ConfigProb
   const problems: Array<ConfigProblem> = []
   const known = sections as Record<string, SectionSpec>
   if (sources.file !== undefined) {
-    const where = `in ${sources.file.path}`
-    for (const [section, table] of Object.entries(sources.file.doc)) {
+    const file = sources.file
+    const where = (section: string, option: string) => {
+      const line = file.text === undefined ? undefined : lineOf(file.text, section, option)
+      return `in ${file.path}${line === undefined ? "" : ` line ${line}`}`
+    }
+    for (const [section, table] of Object.entries(file.doc)) {
       const spec = known[section]
-      for (const option of Object.keys(table)) {
-        if (section === "") problems.push({ section: "(top level)", option, reason: `options must be inside a [section] ${where}` })
-        else if (spec === undefined) problems.push({ section, option, reason: `unknown section [${section}] ${where}; known: ${sectionNames.join(", ")}` })
-        else if (!Object.hasOwn(spec, option)) problems.push({ section, option, reason: `unknown option ${where}` })
+      for (const [option, value] of Object.entries(table)) {
+        if (section === "") {
+          const tables = Array.isArray(value) && value.length > 0 && value.every(isTable)
+          const reason = tables ? `[[${option}]] is an array of tables; a section is one table [${option}]` : "options must be inside a [section]"
+          problems.push({ section: "(top level)", option, reason: `${reason} ${where(section, option)}` })
+        } else if (spec === undefined) {
+          problems.push({ section, option, reason: `unknown section [${section}] ${where(section, option)}; known: ${sectionNames.join(", ")}` })
+        } else if (!Object.hasOwn(spec, option)) {
+          const what = isTable(value) ? ` (a table: [${section}.${option}] or ${option}.<key> = …)` : ""
+          problems.push({ section, option, reason: `unknown option${what} ${where(section, option)}` })
+        }
       }
     }
   }
@@ -106,7 +118,10 @@ export const resolveSectionWith = <S extends SectionSpec>(
     const decoded = decodeOption(opt, raw)
     if (Either.isRight(decoded)) values[option] = decoded.right
     else {
-      const from = origin.kind === "env" ? `environment variable ${origin.variable}` : `${sources.file?.path}`
+      const line = sources.file?.text === undefined ? undefined : lineOf(sources.file.text, section, option)
+      const from = origin.kind === "env"
+        ? `environment variable ${origin.variable}`
+        : `${sources.file?.path}${line === undefined ? "" : ` line ${line}`}`
       problems.push({ section, option, reason: `${reasonOf(decoded.left)} (from ${from})` })
     }
   }

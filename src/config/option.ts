@@ -21,7 +21,9 @@ const Raw: Schema.Schema<RawValue> = Schema.Union(
   Schema.String,
   Schema.Number,
   Schema.Boolean,
-  Schema.Array(Schema.suspend((): Schema.Schema<RawValue> => Raw))
+  Schema.Array(Schema.suspend((): Schema.Schema<RawValue> => Raw)),
+  // a nested TOML table reaches the option's decoder, which names what it expected
+  Schema.Record({ key: Schema.String, value: Schema.suspend((): Schema.Schema<RawValue> => Raw) })
 )
 
 /** A Schema from a raw value, with a decode that returns the reason a person reads. */
@@ -55,7 +57,7 @@ export const integer = (def: number, doc: string, range: { min?: number; max?: n
   schema: fromRaw(
     (raw) => {
       const n = toNumber(raw)
-      if (n === undefined || !Number.isInteger(n)) return Either.left(`expected an integer, got ${show(raw)}`)
+      if (n === undefined || !Number.isSafeInteger(n)) return Either.left(`expected an integer, got ${show(raw)}`)
       if (range.min !== undefined && n < range.min) return Either.left(`must be at least ${range.min}, got ${n}`)
       if (range.max !== undefined && n > range.max) return Either.left(`must be at most ${range.max}, got ${n}`)
       return Either.right(n)

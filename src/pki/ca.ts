@@ -13,33 +13,14 @@ import { Clock, Effect, Either } from "effect"
 import { issueCrl } from "./crl.js"
 import { EKU, generateKeyPair, issueCertificate, type KeyKind, privateKeyFromPem, privateKeyToPem, toPem } from "./certificate.js"
 import { CaError, ensurePrivateDir, exists, readText, writeAtomic, writeNew } from "./files.js"
+import { CA_DAYS, CA_FILES, certFile, CERT_DAYS, keyFile, publicFile } from "./layout.js"
 import { fromPem } from "./pem.js"
 import { parseCertificate } from "./parse.js"
 
 export { CaError } from "./files.js"
 
-export const DEFAULT_CA_DIR = "/var/lib/attest/cv_ca"
+export { CA_DAYS, CA_FILES, certFile, CERT_DAYS, DEFAULT_CA_DIR, keyFile, publicFile } from "./layout.js"
 
-export const CA_FILES = {
-  caCert: "cacert.crt",
-  caKey: "ca-private.pem",
-  caPublic: "ca-public.pem",
-  serverCert: "server-cert.crt",
-  serverKey: "server-private.pem",
-  clientCert: "client-cert.crt",
-  clientKey: "client-private.pem",
-  /** Keylime's CA tool keeps the CRL in both encodings; attest reads the DER one. */
-  crl: "cacrl.der",
-  crlPem: "cacrl.pem"
-} as const
-
-export const certFile = (name: string) => `${name}-cert.crt`
-export const keyFile = (name: string) => `${name}-private.pem`
-export const publicFile = (name: string) => `${name}-public.pem`
-
-/** Keylime's defaults: `cert_ca_lifetime = 3650`, `cert_lifetime = 365` days. */
-export const CA_DAYS = 3650
-export const CERT_DAYS = 365
 const DAY_MS = 86_400_000
 // Backdated a little so a peer whose clock lags still accepts a fresh certificate.
 const SKEW_MS = 5 * 60_000

@@ -8,8 +8,6 @@ import { certificateFields } from "./der.js"
 import { CaError, listFiles } from "./files.js"
 import { parseCertificates, validity } from "./parse.js"
 
-export const CA_DIR_DOC = "CA directory (Keylime's cv_ca layout)"
-
 export interface CertificateSummary {
   readonly file: string
   readonly subject: string

@@ -85,10 +85,60 @@ describe("configuration", () => {
       const path = join(dir, "bad.toml")
       writeFileSync(path, `[registrar]\nport = 8890\nip = 127.0.0.1.5\n`)
       const e = yield* Effect.flip(readSources(Option.some(path)))
-      expect(e.message).toContain("line 3: invalid value 127.0.0.1.5")
+      expect(e.message).toContain(`[(file)] ${path}: line 3, column 11: illegal character in numeric literal`)
       const missing = yield* Effect.flip(readSources(Option.some(join(dir, "nope.toml"))))
       expect(missing.message).toContain("cannot read the config file")
     }))
+
+  it.effect("loads a file written with inline tables, dotted keys, multi-line strings, escapes and dates", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "attest-config-"))
+      const path = join(dir, "attest.toml")
+      writeFileSync(path, [
+        `registrar.port = 9890`,
+        `tenant = { verifier_ip = "10.0.0.1", accept_tpm_hash_algs = ["sha256"] }`,
+        `[verifier]`,
+        `verifier_id = 2024-01-31`,
+        `database_url = """`,
+        `postgres://attest@db\\u002Eexample/attest"""`,
+        `trusted_client_ca = ['''/etc/ca/a.crt''', "b\\tc.crt"]`,
+        ``
+      ].join("\n"))
+      const sources = yield* readSources(Option.some(path))
+      const get = <N extends "registrar" | "tenant" | "verifier">(n: N) => Either.getOrThrow(resolveSection(n, { ...sources, env: {} })).values
+      expect(get("registrar").port).toBe(9890)
+      expect(get("tenant").verifier_ip).toBe("10.0.0.1")
+      expect(get("tenant").accept_tpm_hash_algs).toEqual(["sha256"])
+      expect(get("verifier").verifier_id).toBe("2024-01-31")
+      expect(get("verifier").database_url).toBe("postgres://attest@db.example/attest")
+      expect(get("verifier").trusted_client_ca).toEqual(["/etc/ca/a.crt", "b\tc.crt"])
+    }))
+
+  it("reports a nested table in a section as an unknown option or a type error naming it", () => {
+    const r = resolveSection("registrar", {
+      env: {},
+      file: file(`[registrar]\nport = { number = 1 }\n[registrar.tls]\ndir = "x"\n[verifier]\nextra.key = 1\n`)
+    })
+    const problems = Either.isLeft(r) ? r.left.problems : []
+    expect(problems.map((p) => `[${p.section}] ${p.option}`)).toEqual(["[registrar] tls", "[verifier] extra", "[registrar] port"])
+    expect(problems[0]!.reason).toContain("unknown option (a table")
+    expect(problems[2]!.reason).toBe(`expected an integer, got {"number":1} (from /etc/attest.toml)`)
+  })
+
+  it("names the line of a plainly written option in value and unknown-option errors", () => {
+    const text = `[registrar]\n# listen\nport = "eighty"\ntls_prot = 1\n`
+    const r = resolveSection("registrar", { env: {}, file: { ...file(text), text } })
+    const reasons = Either.isLeft(r) ? r.left.problems.map((p) => `[${p.section}] ${p.option}: ${p.reason}`) : []
+    expect(reasons).toEqual([
+      "[registrar] tls_prot: unknown option in /etc/attest.toml line 4",
+      `[registrar] port: expected an integer, got "eighty" (from /etc/attest.toml line 3)`
+    ])
+  })
+
+  it("explains that a top-level array of tables is not a section", () => {
+    const r = resolveSection("agent", { env: {}, file: file(`[[agent]]\nuuid = "x"\n`) })
+    expect(Either.isLeft(r) ? r.left.message : "").toContain("[(top level)] agent: [[agent]] is an array of tables; a section is one table [agent]")
+  })
 
   it.effect("lets tests provide values directly over the defaults", () =>
     Effect.gen(function*() {

@@ -2,7 +2,6 @@
  * Shared pieces of the runtime-policy commands: reading files into schemas, writing output, and
  * turning any failure into one clear line on stderr with a non-zero exit.
  */
-import { Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Either, Option, Schema } from "effect"
 import {
@@ -12,15 +11,11 @@ import {
   runtimePolicyFromLegacyJson
 } from "../../../schemas/RuntimePolicy.js"
 import { decodeDsseEnvelopeJson, type DsseEnvelope } from "../../ima/dsse.js"
-import { hashAlgs } from "../../tpm/hashAlg.js"
 
 /** What a policy command reports when it cannot do its job (CLI boundary). */
 export class PolicyCliError extends Schema.TaggedError<PolicyCliError>()("PolicyCliError", {
   message: Schema.String
 }) {}
-
-/** `--hash-alg`: one of the TPM hash algorithms; each command says what it selects. */
-export const hashAlgOption = (description: string) => Options.choice("hash-alg", hashAlgs).pipe(Options.withDescription(description))
 
 export const cliFail = (message: string) => Effect.fail(new PolicyCliError({ message }))
 

@@ -1,9 +1,6 @@
 /** `attest policy sign`: wrap a runtime policy in a DSSE envelope signed with an ECDSA key. */
 import { Command, Options } from "@effect/cli"
-import * as crypto from "node:crypto"
-import { Effect, Either, Option } from "effect"
-import { signEnvelope } from "../../ima/dsse.js"
-import { cliFail, readBytes, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
+import { lazy } from "../lazy.js"
 
 const policy = Options.text("policy").pipe(Options.withDescription("The runtime policy (v1 JSON) to sign; it is validated first."))
 const key = Options.text("key").pipe(Options.withDescription("ECDSA private key (PEM), e.g. `openssl ecparam -genkey -name prime256v1`."))
@@ -13,26 +10,8 @@ const cert = Options.text("cert").pipe(
 )
 const output = Options.text("output").pipe(Options.withDescription("Write the signed envelope here instead of stdout."), Options.optional)
 
-const tryEither = <A>(f: () => A) => Either.try({ try: f, catch: (e) => (e instanceof Error ? e.message : String(e)) })
-
-export const signCommand = Command.make("sign", { policy, key, cert, output }, (o) =>
-  Effect.gen(function*() {
-    yield* readPolicy(o.policy) // refuse to sign something that is not a policy
-    const payload = yield* readBytes(o.policy)
-    const keyPem = yield* readText(o.key)
-    const privateKey = tryEither(() => crypto.createPrivateKey(keyPem))
-    if (Either.isLeft(privateKey)) return yield* cliFail(`${o.key} is not a private key: ${privateKey.left}`)
-    if (privateKey.right.asymmetricKeyType !== "ec") return yield* cliFail(`${o.key} is a ${privateKey.right.asymmetricKeyType} key; DSSE policy signing uses ECDSA`)
-    if (Option.isSome(o.cert)) {
-      const certPem = yield* readText(o.cert.value)
-      const x509 = tryEither(() => new crypto.X509Certificate(certPem))
-      if (Either.isLeft(x509)) return yield* cliFail(`${o.cert.value} is not an X.509 certificate: ${x509.left}`)
-      if (!x509.right.publicKey.equals(crypto.createPublicKey(privateKey.right))) {
-        return yield* cliFail(`${o.cert.value} does not certify the key in ${o.key}`)
-      }
-    }
-    const env = signEnvelope(payload, privateKey.right)
-    if (Either.isLeft(env)) return yield* cliFail(env.left.message)
-    yield* writeOutput(o.output, JSON.stringify(env.right))
-  }).pipe(reportErrors("sign"))
+export const signCommand = Command.make(
+  "sign",
+  { policy, key, cert, output },
+  lazy(() => import("./sign.run.js"), (m) => m.run)
 ).pipe(Command.withDescription("Sign a runtime policy (DSSE envelope, ECDSA key), as keylime_sign_runtime_policy does."))

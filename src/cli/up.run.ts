@@ -1,0 +1,121 @@
+/**
+ * How `attest up` runs: a data directory (./.attest), a generated server components CA with an
+ * admin certificate, the registrar on SQLite, and N agents on simulated TPMs and simulated machines
+ * that register and activate. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every
+ * listener. A second start reuses the directory: same CA, same TPMs, same agent ids.
+ */
+import { revocationListOf } from "../pki/crl.js"
+import { loadCaCrl } from "../pki/revoke.js"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Console, Context, Effect, Either, Layer, Logger, LogLevel, Option, Schema } from "effect"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { layer as agentLayer, RunningAgent } from "../agent/Agent.js"
+import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
+import { AgentStateFile, STATE_FILE } from "../agent/state.js"
+import { BoundListeners } from "../http/server.js"
+import { CA_FILES, initCa } from "../pki/ca.js"
+import { trustStoreOf } from "../pki/chain.js"
+import { RegistrarServerLive } from "../registrar/Server.js"
+import { DbLive } from "../../layers/Sql.js"
+import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+
+export interface UpOptions {
+  readonly dataDir: string
+  readonly agents: number
+  readonly host: string
+  readonly registrarPort: number
+  readonly registrarTlsPort: number
+  readonly agentPort: number
+  readonly verbose: boolean
+}
+
+const readAgentId = (dir: string): string => {
+  const file = path.join(dir, STATE_FILE)
+  if (!fs.existsSync(file)) return crypto.randomUUID()
+  const decoded = Schema.decodeUnknownEither(Schema.parseJson(AgentStateFile))(fs.readFileSync(file, "utf8"))
+  return Either.isRight(decoded) ? decoded.right.agent_id : crypto.randomUUID()
+}
+
+export const up = (o: UpOptions) =>
+  Effect.gen(function*() {
+    const dataDir = path.resolve(o.dataDir)
+    const reused = fs.existsSync(path.join(dataDir, "cv_ca", CA_FILES.caCert))
+    const caDir = path.join(dataDir, "cv_ca")
+    yield* initCa({ dir: caDir })
+    const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
+    const caPem = read(CA_FILES.caCert)
+    // revoked admins (attest ca revoke) stay locked out of the demo registrar too
+    const caCrl = yield* loadCaCrl(caDir, new Uint8Array(new crypto.X509Certificate(caPem).raw))
+    yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
+
+    const registrar = RegistrarServerLive({
+      host: o.host,
+      port: o.registrarPort,
+      tlsPort: o.registrarTlsPort,
+      tls: { key: read(CA_FILES.serverKey), cert: read(CA_FILES.serverCert), clientCa: caPem },
+      ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulated TPM manufacturer CA"),
+      ...(caCrl === undefined ? {} : { clientRevocations: revocationListOf([caCrl], path.join(caDir, CA_FILES.crl)) }),
+      tpmIdentity: "default"
+    }).pipe(Layer.provide(DbLive({ database_url: "", data_dir: path.join(dataDir, "registrar") }, "registrar")))
+    const startRegistrar = Effect.gen(function*() {
+      const bound = Context.get(yield* Layer.build(registrar), BoundListeners)
+      const http = bound.get("registrar-http")!
+      const https = bound.get("registrar-https")!
+      yield* Console.log(`registrar  ${http.url}  (agents register here)`)
+      yield* Console.log(`registrar  ${https.url}  (admin API, mTLS)`)
+      yield* Console.log(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
+      yield* Console.log(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
+      return http.url
+    })
+
+    const startAgents = (registrarUrl: string) => Effect.forEach(
+      Array.from({ length: o.agents }, (_, i) => i),
+      (i) => {
+        const dir = path.join(dataDir, "agents", `agent-${i + 1}`)
+        const agentId = readAgentId(dir)
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+        const layer = agentLayer({
+          agentId,
+          dataDir: dir,
+          host: o.host,
+          port: o.agentPort === 0 ? 0 : o.agentPort + i,
+          registrarUrl,
+          trustedClientCa: caPem,
+          payload: { dir: path.join(dir, "secure"), extractZip: true },
+          retry: { initialDelay: "100 millis", maxDelay: "1 second" }
+        }).pipe(
+          Layer.provide(simulatedMachine({ name: `agent-${i + 1}` })),
+          Layer.provide(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })),
+          Layer.provide(NodeHttpClient.layerUndici)
+        )
+        return Layer.build(layer).pipe(
+          Effect.map((ctx) => Context.get(ctx, RunningAgent)),
+          Effect.tap((a) => Console.log(`agent ${i + 1}  ${a.agentId}  registered and activated; serving on ${a.url}`)),
+          Effect.tapError((e) => Console.error(`agent ${i + 1}  ${agentId}  did not start: ${"message" in e ? e.message : String(e)}`)),
+          Effect.option
+        )
+      },
+      { concurrency: "unbounded" }
+    )
+
+    // With the registrar's port known up front, the agents make their TPM keys while the registrar
+    // opens its database, and register (with a short backoff) as soon as it listens.
+    const started = o.registrarPort === 0
+      ? yield* Effect.flatMap(startRegistrar, startAgents)
+      : (yield* Effect.all([startRegistrar, startAgents(`http://${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.registrarPort}`)], {
+        concurrency: "unbounded"
+      }))[1]
+    const running = started.filter(Option.isSome).length
+    yield* Console.log(`ready: ${running} of ${o.agents} agents registered. Press Ctrl-C to stop.`)
+    return yield* Effect.never
+  }).pipe(
+    Effect.scoped,
+    Effect.ensuring(Console.log("attest up: stopped")),
+    // the summary lines above are the interface; component logs only when something goes wrong
+    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Error)
+  )
+
+/** The command's handler: `up` with its failure printed as one line. */
+export const run = (o: UpOptions) => up(o).pipe(Effect.tapError((e) => Console.error(`attest up: ${"message" in e ? e.message : String(e)}`)))
