@@ -24,7 +24,8 @@ export const replayPcrs = (log: EventLog): PcrValues => {
     const pcrs: Array<Uint8Array> = Array.from({ length: 24 }, () => new Uint8Array(digestSize(alg)))
     pcrs[0]![digestSize(alg) - 1] = log.startupLocality
     const events = log.events
-    for (let i = 1; i < events.length; i++) {
+    // Event 0 of a crypto-agile log is the Spec ID header (EV_NO_ACTION); a legacy log's is measured.
+    for (let i = 0; i < events.length; i++) {
       const e = events[i]!
       if (e.type === EV.NO_ACTION || e.pcr > 23) continue
       const ds = e.digests
