@@ -13,7 +13,6 @@
  * a rule are pinned as `platform_events`; dbx may span several signature lists; SecureBoot, PK, KEK,
  * db, dbx and vendor_db events must carry the digest of their own data.
  */
-import { createHash } from "node:crypto"
 import { Either } from "effect"
 import { GUID } from "./eventData.js"
 import type { BootEvent, EventLog } from "./eventLog.js"
@@ -33,6 +32,7 @@ import {
   SHIM,
   X509
 } from "./exampleRefState.js"
+import { digestOf } from "./hash.js"
 import type { MbPolicy } from "./policy.js"
 import { toHex } from "./text.js"
 
@@ -61,8 +61,8 @@ const measuredAsLogged = (e: BootEvent): string => {
   const variableData = e.decoded.kind === "variable" ? e.decoded.variableData : e.data
   for (const d of e.digests) {
     if (d.alg === undefined) continue
-    if (createHash(d.alg).update(e.data).digest().equals(d.digest)) continue
-    if (createHash(d.alg).update(variableData).digest().equals(d.digest)) continue
+    if (digestOf(d.alg, e.data).equals(d.digest)) continue
+    if (variableData !== e.data && digestOf(d.alg, variableData).equals(d.digest)) continue
     return `digest in the ${d.alg} bank is not the hash of the logged variable: the log does not show what was measured`
   }
   return ""
@@ -70,7 +70,7 @@ const measuredAsLogged = (e: BootEvent): string => {
 
 /** Event data whose digest is H(data) in at least one bank (EV_SEPARATOR, EV_EFI_ACTION). */
 const digestOfData = (e: BootEvent, data: Uint8Array): boolean => {
-  for (const d of e.digests) if (d.alg !== undefined && createHash(d.alg).update(data).digest().equals(d.digest)) return true
+  for (const d of e.digests) if (d.alg !== undefined && digestOf(d.alg, data).equals(d.digest)) return true
   return false
 }
 
