@@ -220,6 +220,27 @@ describe("request checks", () => {
     expect(verifyTeeEvidence(requestData(signedReport(chain, fresh), fresh, chain.vcekDer), opts).failures).toEqual([])
   })
 
+  it("turns any JSON value, and a request with any field replaced, into an invalid verdict with typed failures, never an exception", () => {
+    const data = requestData(signedReport(chain, f), f, chain.vcekDer)
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const v = verifyTeeEvidence(value, opts)
+        expect(v.valid).toBe(false)
+        for (const t of types(v)) expect(t).toMatch(/^tee\./)
+      }),
+      { numRuns: 200 }
+    )
+    const paths = ["nonce", "tee-pubkey-x-b64", "tee-pubkey-y-b64", "tee-evidence", "snp_policy"] as const
+    fc.assert(
+      fc.property(fc.constantFrom(...paths), fc.jsonValue(), (path, value) => {
+        const v = verifyTeeEvidence({ ...data, [path]: value }, opts)
+        for (const t of types(v)) expect(t).toMatch(/^tee\./)
+        if (path !== "snp_policy") expect(v.valid).toBe(false)
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("refuses a report of the wrong size as tee.invalid_input naming the report field and offset", () => {
     const v = verify(signedReport(chain, f).subarray(0, 0x200))
     expect(v.failures).toEqual([{ type: TEE_FAILURE.invalidInput, context: { field: "snp-report", report_field: "report", offset: 0x200, message: expect.stringMatching(/is 512 bytes/) } }])
