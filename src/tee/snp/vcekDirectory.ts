@@ -2,9 +2,10 @@
  * `snp_vcek_dir`: VCEKs an operator fetched from AMD's key server ahead of time, so reports verify
  * without a network call. Read once at start-up (`loadVcekDirectory`); looked up per report by its
  * chip id and reported TCB. Files are indexed by what the certificate itself says (hwID and TCB
- * extensions), so a misnamed file cannot answer for another chip; name them as AMD's key server
- * does (`<chip_id hex>-blSPL=03-teeSPL=00-snpSPL=08-ucodeSPL=115.der`, with `-fmcSPL=NN` for Turin)
- * to keep the directory readable. DER or PEM; other files are listed as skipped.
+ * extensions), so a misnamed file cannot answer for another chip; name them after the key server's
+ * request (`vcek/v1/<product>/<chip id hex>?blSPL=03&teeSPL=00&snpSPL=08&ucodeSPL=115`), e.g.
+ * `<chip id hex>-blSPL=03-teeSPL=00-snpSPL=08-ucodeSPL=115.der` (`-fmcSPL=NN` for Turin), to keep the
+ * directory readable. DER or PEM; other files are listed as skipped.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
