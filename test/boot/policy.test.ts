@@ -30,6 +30,14 @@ describe("example reference state", () => {
     }
   })
 
+  it("evaluates Keylime's example_reference_state.json event by event, with Keylime's reasons", () => {
+    const json: unknown = JSON.parse(readVectorText("keylime", "keylime", "mba", "elchecking", "example_reference_state.json"))
+    const reason = (log: Uint8Array) => examplePolicy.evaluate(json, parsed(log))
+    expect(reason(secureBootLog())).toMatch(/^event 5 \(PCR 7, EV_EFI_VARIABLE_DRIVER_CONFIG\) VariableData \[0\] Keys \[0\] \(owner a0baa8a3-041d-48a8-bc87-c36d121b5e3d, 308203a0.*\) is not an allowed key$/)
+    // No platform_events in a Keylime reference state: firmware events without a rule are refused as Keylime does.
+    expect(reason(keylimeLog())).toBe("event 2 (PCR 0, EV_S_CRTM_CONTENTS) has unexpected ('PCRIndex', 'EventType') combination (0, 'EV_S_CRTM_CONTENTS')")
+  })
+
   it("rejects a reference state with upper-case hex or a missing kernels list", () => {
     const json = JSON.parse(readVectorText("keylime", "keylime", "mba", "elchecking", "example_reference_state.json")) as Record<string, unknown>
     expect(Either.isLeft(Schema.decodeUnknownEither(MbRefState)({ ...json, kernels: undefined }))).toBe(true)
