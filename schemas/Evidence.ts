@@ -28,9 +28,13 @@ export const makeFailure = (type: string, message: string, facts: Readonly<Recor
 // ---------------------------------------------------------------------------------------------
 // TEE evidence (verify/evidence with `type: "tee"`), in Keylime's request shape so its clients work.
 
+const BASE64_PADDING_OPTIONAL = /^[A-Za-z0-9+/]*={0,2}$/
+/** Characters before the padding; a length of 4n + 1 is no byte string. */
+const unpadded = (s: string) => s.length - (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0)
+
 /** Standard base64 (padding optional), as Keylime's `base64.b64decode` reads `nonce` and `snp-report`. */
 export const TeeBase64 = Schema.String.pipe(
-  Schema.filter((s) => s.length > 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.replace(/=+$/, "").length % 4 !== 1, {
+  Schema.filter((s) => s.length > 0 && BASE64_PADDING_OPTIONAL.test(s) && unpadded(s) % 4 !== 1, {
     message: () => "is not base64"
   })
 ).annotations({ identifier: "TeeBase64" })
