@@ -24,3 +24,85 @@ export const makeFailure = (type: string, message: string, facts: Readonly<Recor
   type,
   context: { ...facts, message }
 })
+
+// ---------------------------------------------------------------------------------------------
+// TEE evidence (verify/evidence with `type: "tee"`), in Keylime's request shape so its clients work.
+
+const BASE64_PADDING_OPTIONAL = /^[A-Za-z0-9+/]*={0,2}$/
+/** Characters before the padding; a length of 4n + 1 is no byte string. */
+const unpadded = (s: string) => s.length - (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0)
+
+/** Standard base64 (padding optional), as Keylime's `base64.b64decode` reads `nonce` and `snp-report`. */
+export const TeeBase64 = Schema.String.pipe(
+  Schema.filter((s) => s.length > 0 && BASE64_PADDING_OPTIONAL.test(s) && unpadded(s) % 4 !== 1, {
+    message: () => "is not base64"
+  })
+).annotations({ identifier: "TeeBase64" })
+
+/** URL-safe base64 without padding (RFC 7515 base64url): the TEE public key coordinates. */
+export const UrlBase64NoPad = Schema.String.pipe(
+  Schema.filter((s) => s.length > 0 && /^[A-Za-z0-9_-]*$/.test(s) && s.length % 4 !== 1, {
+    message: () => "is not URL-safe base64 without padding"
+  })
+).annotations({ identifier: "UrlBase64NoPad" })
+
+const Spl = Schema.Int.pipe(Schema.between(0, 255))
+
+/**
+ * attest's optional SEV-SNP appraisal policy (`data.snp_policy`; Keylime has none). Every rule given
+ * is checked and each violated rule is one failure `tee.policy.<rule>`.
+ */
+export const SnpPolicy = Schema.Struct({
+  /** The launch measurement (hex, 48 bytes) must be one of these. */
+  allowed_measurements: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{96}$/, { message: () => "must be 96 hex digits (a 48-byte measurement)" })))
+  ),
+  /** Each given part of the report's reported_tcb must be at least this. */
+  minimum_tcb: Schema.optional(
+    Schema.Struct({
+      bootloader: Schema.optional(Spl),
+      tee: Schema.optional(Spl),
+      snp: Schema.optional(Spl),
+      microcode: Schema.optional(Spl),
+      fmc: Schema.optional(Spl)
+    })
+  ),
+  /** Default false: the guest policy must not allow debugging. */
+  allow_debug: Schema.optional(Schema.Boolean),
+  /** Default true; false: the platform must run with SMT disabled. */
+  allow_smt: Schema.optional(Schema.Boolean),
+  /** Default false; true: the guest policy must restrict the guest to a single socket. */
+  require_single_socket: Schema.optional(Schema.Boolean)
+}).annotations({ identifier: "SnpPolicy" })
+export type SnpPolicy = typeof SnpPolicy.Type
+
+/** `data["tee-evidence"].evidence` for `tee: "snp"`; `vcek` is attest's addition (else the configured directory). */
+export const SnpEvidence = Schema.Struct({
+  "snp-report": TeeBase64,
+  vcek: Schema.optional(TeeBase64)
+}).annotations({ identifier: "SnpEvidence" })
+
+export const TeeEvidence = Schema.Struct({
+  tee: Schema.Literal("snp"),
+  evidence: SnpEvidence
+}).annotations({ identifier: "TeeEvidence" })
+
+/**
+ * The request's `data` for `type: "tee"`. `report_data` of the SNP report must be
+ * SHA-512(x ‖ y ‖ nonce), binding the TEE's public key and the caller's nonce.
+ */
+export const TeeEvidenceData = Schema.Struct({
+  nonce: TeeBase64,
+  "tee-pubkey-x-b64": UrlBase64NoPad,
+  "tee-pubkey-y-b64": UrlBase64NoPad,
+  "tee-evidence": TeeEvidence,
+  snp_policy: Schema.optional(SnpPolicy)
+}).annotations({ identifier: "TeeEvidenceData" })
+export type TeeEvidenceData = typeof TeeEvidenceData.Type
+
+/** `POST verify/evidence` with `type: "tee"`. */
+export const TeeEvidenceRequest = Schema.Struct({
+  type: Schema.Literal("tee"),
+  data: TeeEvidenceData
+}).annotations({ identifier: "TeeEvidenceRequest" })
+export type TeeEvidenceRequest = typeof TeeEvidenceRequest.Type

@@ -3,13 +3,16 @@
  * does: S-CRTM and firmware blob digests, PK/KEK/db/dbx keys, MokList/MokListX digests, and one
  * kernel entry (shim, grub and kernel authenticode digests from the boot applications, initrd,
  * vmlinuz without SecureBoot, and the kernel command line as an escaped regular expression).
+ * Beyond Keylime, so that the state accepts the log it was made from: the firmware events the policy
+ * has no rule for are pinned as `platform_events`, and a boot without an initrd is recorded as such.
  */
 import { Either } from "effect"
-import type { MbDigest, MbKernel, MbRefState, MbSignature } from "../../schemas/MbPolicy.js"
+import type { MbDigest, MbKernel, MbPlatformEvent, MbRefState, MbSignature } from "../../schemas/MbPolicy.js"
 import type { SignatureList } from "./eventData.js"
 import { RefStateCreateError } from "./errors.js"
 import type { BootEvent, EventLog } from "./eventLog.js"
 import { EV } from "./eventTypes.js"
+import { isFirmwareApplication, platformEventsOf } from "./examplePolicy.js"
 import { toHex } from "./text.js"
 
 export interface RefStateOptions {
@@ -33,14 +36,16 @@ const str = (e: BootEvent): string => (e.decoded.kind === "string" ? e.decoded.t
 /** Escapes regex metacharacters the same way for Python `re` and JavaScript (no u flag). */
 export const escapeRegExp = (s: string): string => s.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&")
 
-const FIRMWARE_APP = /^FvVol\(\w{8}-\w{4}-\w{4}-\w{4}-\w{12}\)\/FvFile\(\w{8}-\w{4}-\w{4}-\w{4}-\w{12}\)/
-
 const fail = (message: string) => Either.left(new RefStateCreateError({ message }))
 
 export const createRefState = (log: EventLog, options: RefStateOptions = {}): Either.Either<CreatedRefState, RefStateCreateError> => {
   const events = log.events
   const warnings: Array<string> = []
   if (events.length <= 1) return fail("no events found in the boot event log")
+  // The reference state's digests are sha256 (Keylime's field names say so).
+  if (!log.algorithms.some((a) => a.alg === "sha256")) {
+    return fail(`the event log has no sha256 bank (${log.format === "sha1" ? "a legacy SHA-1 log" : "banks " + log.algorithms.map((a) => a.alg ?? a.algId).join(", ")}); the example policy's reference state needs sha256 digests`)
+  }
 
   const sb = events.find((e) => e.type === EV.EFI_VARIABLE_DRIVER_CONFIG && e.decoded.kind === "variable" && e.decoded.unicodeName === "SecureBoot")
   if (sb === undefined || sb.decoded.kind !== "variable") return fail("SecureBoot state could not be determined")
@@ -78,17 +83,15 @@ export const createRefState = (log: EventLog, options: RefStateOptions = {}): Ei
     else if (str(e) === "MokListX") mokxdig.push(sha256(e))
   }
 
-  // Firmware menus and other firmware volumes run as boot applications too; they have no reference value.
-  const apps = events.filter(
-    (e) => e.type === EV.EFI_BOOT_SERVICES_APPLICATION && !(e.decoded.kind === "imageLoad" && FIRMWARE_APP.test(e.decoded.devicePath.text))
-  )
+  // Firmware menus and other firmware volumes run as boot applications too: pinned as platform events.
+  const apps = events.filter((e) => e.type === EV.EFI_BOOT_SERVICES_APPLICATION && !isFirmwareApplication(e))
   if (secure && apps.length !== 3 && apps.length !== 4) return fail(`expected 3 UEFI applications to be booted (shim, grub, kernel), found ${apps.length}`)
   if (!secure && apps.length !== 2) return fail(`expected 2 UEFI applications to be booted (shim, grub), found ${apps.length}`)
   const authcode = (e: BootEvent) => sha256(e)["sha256"] ?? "0x"
 
   const ipl = (pcr: number, has: (s: string) => boolean) => events.find((e) => e.type === EV.IPL && e.pcr === pcr && has(str(e)))
   const initrd = ipl(9, (s) => s.includes("initrd") || s.includes("initramfs"))
-  if (initrd === undefined) return fail("the event log has no PCR 9 EV_IPL event for an initrd/initramfs")
+  if (initrd === undefined) warnings.push("the event log has no PCR 9 EV_IPL event for an initrd/initramfs: the reference state allows none")
   const cmdline = ipl(8, (s) => s.includes("kernel_cmdline"))
   if (cmdline === undefined) return fail("the event log has no PCR 8 EV_IPL kernel_cmdline event")
   let vmlinuz: string | undefined
@@ -102,14 +105,19 @@ export const createRefState = (log: EventLog, options: RefStateOptions = {}): Ei
     shim_authcode_sha256: authcode(apps[0]!),
     grub_authcode_sha256: authcode(apps[1]!),
     ...(secure ? { kernel_authcode_sha256: authcode(apps[2]!) } : {}),
-    initrd_plain_sha256: authcode(initrd),
+    ...(initrd !== undefined ? { initrd_plain_sha256: authcode(initrd) } : {}),
     ...(vmlinuz !== undefined ? { vmlinuz_plain_sha256: vmlinuz } : {}),
     kernel_cmdline: escapeRegExp(str(cmdline).slice("kernel_cmdline: ".length))
   }
 
+  const platformEvents: Array<MbPlatformEvent> = platformEventsOf(log).map((e) => ({ pcr: e.pcr, event_type: e.typeName, digest: sha256(e) }))
+  if (platformEvents.length > 0) {
+    warnings.push(`pinning ${platformEvents.length} firmware event(s) the example policy has no rule for (platform_events): ${[...new Set(platformEvents.map((p) => p.event_type))].join(", ")}`)
+  }
+
   const refstate: MbRefState = {
     has_secureboot: secure,
-    scrtm_and_bios: [{ scrtm: sha256(scrtm), platform_firmware: firmware }],
+    scrtm_and_bios: [{ scrtm: sha256(scrtm), platform_firmware: firmware, ...(platformEvents.length > 0 ? { platform_events: platformEvents } : {}) }],
     ...keys,
     ...(vendorDb.length > 0 ? { vendor_db: vendorDb } : {}),
     mokdig,

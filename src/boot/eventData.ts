@@ -96,6 +96,11 @@ const length64 = (r: Reader, field: string, unit: number): number => {
   return Number(n)
 }
 
+const sameBytes16 = (a: Uint8Array, b: Uint8Array): boolean => {
+  for (let i = 0; i < 16; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 const signatureLists = (r: Reader, end: number): Array<SignatureList> => {
   const lists: Array<SignatureList> = []
   while (r.offset < end) {
@@ -111,8 +116,12 @@ const signatureLists = (r: Reader, end: number): Array<SignatureList> => {
     const body = listSize - 28 - headerSize
     if (body % sigSize !== 0) r.fail(`${body} bytes of signatures are not a multiple of SignatureSize ${sigSize}`, "EFI_SIGNATURE_LIST", start)
     const keys: Array<SignatureEntry> = []
+    // dbx lists hold hundreds of entries of one owner: format each distinct owner GUID once.
+    let ownerBytes: Uint8Array | undefined
+    let owner = ""
     for (let i = 0; i < body / sigSize; i++) {
-      const owner = guid(r, "EFI_SIGNATURE_DATA.SignatureOwner")
+      const b = r.bytes(16, "EFI_SIGNATURE_DATA.SignatureOwner")
+      if (ownerBytes === undefined || !sameBytes16(b, ownerBytes)) (ownerBytes = b), (owner = guidToString(b))
       keys.push({ SignatureOwner: owner, SignatureData: toHex(r.bytes(sigSize - 16, "EFI_SIGNATURE_DATA.SignatureData")) })
     }
     lists.push({ SignatureType: type, Keys: keys })

@@ -1,111 +1,40 @@
 /**
  * Keylime's `example` measured-boot policy (keylime/mba/elchecking/example.py) over its reference
- * state (schemas/MbPolicy.ts), as plain code: every event is dispatched on (PCRIndex, EventType);
- * events that only need to be well-formed are accepted (some at most once); PK/KEK/db must hold only
- * allowed keys and dbx at least the required ones; S-CRTM, firmware blobs, boot applications, the
- * initrd, vmlinuz and the kernel command line are collected and checked at the end against one of
- * the allowed `scrtm_and_bios` entries and one of the allowed `kernels`.
- * Reasons name the event (index, PCR, type) so an operator can act on them.
+ * state (schemas/MbPolicy.ts, compiled by exampleRefState.ts), as plain code: every event is
+ * dispatched on (PCRIndex, EventType); events that only need to be well-formed are accepted (some at
+ * most once); PK/KEK/db must hold only allowed keys and dbx at least the required ones; S-CRTM,
+ * firmware blobs, boot applications, the initrd, vmlinuz and the kernel command line are collected
+ * and checked at the end against one of the allowed `scrtm_and_bios` entries and one of the allowed
+ * `kernels`. Reasons name the event (index, PCR, type) so an operator can act on them.
+ *
+ * Where attest departs from Keylime (so that a reference state made from a log accepts that log, and
+ * a logged variable must be the measured one) is listed in docs/architecture.md, "Measured boot
+ * departures": EV_NO_ACTION events are never judged (they are not measured); firmware events without
+ * a rule are pinned as `platform_events`; dbx may span several signature lists; SecureBoot, PK, KEK,
+ * db, dbx and vendor_db events must carry the digest of their own data.
  */
-import { createHash } from "node:crypto"
-import { Either, ParseResult, Schema } from "effect"
-import { MbRefState } from "../../schemas/MbPolicy.js"
+import { Either } from "effect"
 import { GUID } from "./eventData.js"
 import type { BootEvent, EventLog } from "./eventLog.js"
 import { EV } from "./eventTypes.js"
+import {
+  classifyingRefState,
+  type Compiled,
+  compileRefState,
+  type Digest,
+  GLOBAL,
+  IMAGE_DB,
+  type Kernel,
+  keyId,
+  type KeySet,
+  type ScrtmAndBiosRule,
+  SHA256,
+  SHIM,
+  X509
+} from "./exampleRefState.js"
+import { digestOf } from "./hash.js"
 import type { MbPolicy } from "./policy.js"
 import { toHex } from "./text.js"
-
-type Digest = ReadonlyMap<string, string>
-type KeySet = ReadonlySet<string>
-
-interface Kernel {
-  readonly shim: string
-  readonly grub: string
-  readonly kernel: string | undefined
-  readonly vmlinuz: string | undefined
-  readonly initrd: string
-  readonly cmdline: RegExp
-}
-
-interface Compiled {
-  readonly secure: boolean
-  readonly kernels: ReadonlyArray<Kernel>
-  readonly scrtmAndBios: ReadonlyArray<{ readonly scrtm: Digest; readonly firmware: ReadonlyArray<Digest> }>
-  /** undefined = accept anything once (no SecureBoot and an empty list in the refstate). */
-  readonly pk: KeySet | undefined
-  readonly kek: KeySet | undefined
-  readonly db: KeySet | undefined
-  /** Required dbx entries: SignatureData -> [SignatureOwner, index] (indexed to count distinct matches fast). */
-  readonly dbx: { readonly byData: ReadonlyMap<string, ReadonlyArray<readonly [string, number]>>; readonly count: number } | undefined
-  readonly vendorDb: KeySet | undefined
-  readonly mokdig: ReadonlyArray<Digest>
-  readonly mokxdig: ReadonlyArray<Digest>
-}
-
-/** tpm2-tools < 5.2 printed GUIDs byte-swapped; Keylime accepts both spellings, so do we. */
-const GLOBAL = new Set([GUID.globalVariable, "61dfe48b-ca93-d211-aa0d-00e098032b8c"])
-const IMAGE_DB = new Set([GUID.imageSecurityDatabase, "cbb219d7-3a3d-9645-a3bc-dad00e67656f"])
-const SHIM = new Set([GUID.shimLock, "50ab5d60-46e0-0043-abb6-3dd810dd8b23"])
-const X509 = [GUID.certX509, "a159c0a5-e494-a74a-87b5-ab155c2bf072"]
-const SHA256 = [GUID.certSha256, "2616c4c1-4c50-9240-aca9-41f936934328"]
-
-const strip = (h: string) => h.slice(2)
-const digestOf = (d: Readonly<Record<string, string>>): Digest => new Map(Object.entries(d).map(([a, v]) => [a, strip(v)]))
-const keyId = (owner: string, dataHex: string) => `${owner}/${dataHex}`
-
-const decodeRefState = Schema.decodeUnknownEither(MbRefState)
-
-const indexKeys = (list: ReadonlyArray<{ readonly SignatureOwner: string; readonly SignatureData: string }>) => {
-  const byData = new Map<string, Array<readonly [string, number]>>()
-  list.forEach((k, i) => {
-    const data = strip(k.SignatureData)
-    const owners = byData.get(data)
-    if (owners === undefined) byData.set(data, [[k.SignatureOwner, i]])
-    else owners.push([k.SignatureOwner, i])
-  })
-  return { byData, count: list.length }
-}
-
-const compile = (refstate: unknown): Either.Either<Compiled, string> => {
-  const decoded = decodeRefState(refstate, { errors: "first" })
-  if (Either.isLeft(decoded)) return Either.left(`refstate: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
-  const r = decoded.right
-  const secure = r.has_secureboot ?? true
-  const kernels: Array<Kernel> = []
-  for (const [i, k] of r.kernels.entries()) {
-    if (secure && k.kernel_authcode_sha256 === undefined) return Either.left(`refstate kernels[${i}] lacks fields {'kernel_authcode_sha256'}`)
-    if (!secure && k.vmlinuz_plain_sha256 === undefined) return Either.left(`refstate kernels[${i}] lacks fields {'vmlinuz_plain_sha256'}`)
-    let cmdline: RegExp
-    try {
-      cmdline = new RegExp(`^(?:kernel_cmdline: ${k.kernel_cmdline})$`)
-    } catch (e) {
-      return Either.left(`refstate kernels[${i}].kernel_cmdline is not a valid regular expression: ${String(e)}`)
-    }
-    kernels.push({
-      shim: strip(k.shim_authcode_sha256),
-      grub: strip(k.grub_authcode_sha256),
-      kernel: k.kernel_authcode_sha256 === undefined ? undefined : strip(k.kernel_authcode_sha256),
-      vmlinuz: k.vmlinuz_plain_sha256 === undefined ? undefined : strip(k.vmlinuz_plain_sha256),
-      initrd: strip(k.initrd_plain_sha256),
-      cmdline
-    })
-  }
-  const keys = (list: ReadonlyArray<{ readonly SignatureOwner: string; readonly SignatureData: string }>): KeySet | undefined =>
-    !secure && list.length === 0 ? undefined : new Set(list.map((s) => keyId(s.SignatureOwner, strip(s.SignatureData))))
-  return Either.right({
-    secure,
-    kernels,
-    scrtmAndBios: r.scrtm_and_bios.map((s) => ({ scrtm: digestOf(s.scrtm), firmware: s.platform_firmware.map(digestOf) })),
-    pk: keys(r.pk),
-    kek: keys(r.kek),
-    db: keys(r.db),
-    dbx: !secure && r.dbx.length === 0 ? undefined : indexKeys(r.dbx),
-    vendorDb: r.vendor_db === undefined || r.vendor_db.length === 0 ? undefined : keys(r.vendor_db),
-    mokdig: r.mokdig.map(digestOf),
-    mokxdig: r.mokxdig.map(digestOf)
-  })
-}
 
 /** True when one of the event's digests is approved by one of `good`. */
 const hasDigest = (e: BootEvent, good: ReadonlyArray<Digest>): boolean => {
@@ -123,9 +52,25 @@ const hasDigest = (e: BootEvent, good: ReadonlyArray<Digest>): boolean => {
 }
 const sha256Is = (e: BootEvent, hex: string): boolean => hasDigest(e, [new Map([["sha256", hex]])])
 
+/**
+ * A variable event whose content the policy judges must show what was measured: in every bank, the
+ * digest is H(UEFI_VARIABLE_DATA) (PFP spec) or H(VariableData) (what some firmware measures).
+ * Otherwise a log could show allowed keys while PCR 7 holds others.
+ */
+const measuredAsLogged = (e: BootEvent): string => {
+  const variableData = e.decoded.kind === "variable" ? e.decoded.variableData : e.data
+  for (const d of e.digests) {
+    if (d.alg === undefined) continue
+    if (digestOf(d.alg, e.data).equals(d.digest)) continue
+    if (variableData !== e.data && digestOf(d.alg, variableData).equals(d.digest)) continue
+    return `digest in the ${d.alg} bank is not the hash of the logged variable: the log does not show what was measured`
+  }
+  return ""
+}
+
 /** Event data whose digest is H(data) in at least one bank (EV_SEPARATOR, EV_EFI_ACTION). */
 const digestOfData = (e: BootEvent, data: Uint8Array): boolean => {
-  for (const d of e.digests) if (d.alg !== undefined && createHash(d.alg).update(data).digest().equals(d.digest)) return true
+  for (const d of e.digests) if (d.alg !== undefined && digestOf(d.alg, data).equals(d.digest)) return true
   return false
 }
 
@@ -144,6 +89,8 @@ interface Run {
   readonly ipl9s: Array<BootEvent>
   readonly vmlinuz: Array<BootEvent>
   readonly cmdlines: Array<BootEvent>
+  /** Firmware events without a rule, when the refstate pins them (`platform_events`). */
+  readonly platform: Array<BootEvent>
 }
 
 const once = (run: Run, key: string): string => {
@@ -167,22 +114,42 @@ const keySubset = (e: BootEvent, types: ReadonlyArray<string>, allowed: KeySet):
   return ""
 }
 
+/** dbx holds at least the required entries, across all its signature lists (hashes and certificates). */
 const keySuperset = (e: BootEvent, required: NonNullable<Compiled["dbx"]>): string => {
   if (e.decoded.kind !== "variable" || e.decoded.value.kind !== "signatureLists") return "Event.VariableData is not a signature list"
-  const lists = e.decoded.value.lists
-  if (lists.length !== 1) return `VariableData is ${lists.length > 1 ? "longer" : "shorter"} (${lists.length}) than the applicable tests (1)`
-  const list = lists[0]!
-  if (!SHA256.includes(list.SignatureType)) return `VariableData [0] SignatureType is not '${GUID.certSha256}'`
   // Count distinct required entries present (dbx lists hold hundreds of hashes; no per-key string building).
   const seen = new Uint8Array(required.count)
   let found = 0
-  for (const k of list.Keys) {
-    const owners = required.byData.get(k.SignatureData)
-    if (owners === undefined) continue
-    for (const [owner, i] of owners) if (owner === k.SignatureOwner && seen[i] === 0) (seen[i] = 1), found++
+  for (const [i, list] of e.decoded.value.lists.entries()) {
+    if (!SHA256.includes(list.SignatureType) && !X509.includes(list.SignatureType)) {
+      return `VariableData [${i}] SignatureType is not '${GUID.certSha256}' or '${GUID.certX509}'`
+    }
+    for (const k of list.Keys) {
+      const owners = required.byData.get(k.SignatureData)
+      if (owners === undefined) continue
+      for (const [owner, j] of owners) if (owner === k.SignatureOwner && seen[j] === 0) (seen[j] = 1), found++
+    }
   }
-  return found === required.count ? "" : `VariableData [0] Keys lacks ${required.count - found} of the ${required.count} required dbx entries`
+  return found === required.count ? "" : `VariableData lacks ${required.count - found} of the ${required.count} required dbx entries`
 }
+
+const DB_TYPES = [X509[0]!, SHA256[0]!, X509[1]!, SHA256[1]!]
+
+/**
+ * A firmware event (PCR 0–7) no rule covers: pinned by the refstate's `platform_events` when it has
+ * them (checked at the end), otherwise refused with Keylime's reason.
+ */
+const platform = (c: Compiled, run: Run, e: BootEvent, keylimeReason: string): string => {
+  if (!c.platformEvents || e.pcr > 7) return keylimeReason
+  run.platform.push(e)
+  return ""
+}
+
+const unexpected = (e: BootEvent) => `has unexpected ('PCRIndex', 'EventType') combination (${e.pcr}, '${e.typeName}')`
+
+/** Firmware menus and other firmware volumes run as boot applications too; they are not the OS's boot chain. */
+const FIRMWARE_APP = /^FvVol\(\w{8}-\w{4}-\w{4}-\w{4}-\w{12}\)\/FvFile\(\w{8}-\w{4}-\w{4}-\w{4}-\w{12}\)/
+export const isFirmwareApplication = (e: BootEvent): boolean => e.decoded.kind === "imageLoad" && FIRMWARE_APP.test(e.decoded.devicePath.text)
 
 const driverConfig = (c: Compiled, run: Run, e: BootEvent): string => {
   if (e.decoded.kind !== "variable") return "has no Event field"
@@ -190,16 +157,17 @@ const driverConfig = (c: Compiled, run: Run, e: BootEvent): string => {
   if (GLOBAL.has(v.variableName)) {
     if (v.unicodeName === "SecureBoot") {
       if (v.value.kind !== "enabled") return "Event VariableData has no 'Enabled' field"
-      return v.value.enabled === c.secure ? "" : `Event VariableData Enabled is not '${c.secure ? "Yes" : "No"}'`
+      if (v.value.enabled !== c.secure) return `Event VariableData Enabled is not '${c.secure ? "Yes" : "No"}'`
+      return measuredAsLogged(e)
     }
-    if (v.unicodeName === "PK") return once(run, "pk") || (c.pk === undefined ? "" : keySubset(e, X509, c.pk))
-    if (v.unicodeName === "KEK") return once(run, "kek") || (c.kek === undefined ? "" : keySubset(e, X509, c.kek))
+    if (v.unicodeName === "PK") return once(run, "pk") || measuredAsLogged(e) || (c.pk === undefined ? "" : keySubset(e, X509, c.pk))
+    if (v.unicodeName === "KEK") return once(run, "kek") || measuredAsLogged(e) || (c.kek === undefined ? "" : keySubset(e, X509, c.kek))
   }
   if (IMAGE_DB.has(v.variableName)) {
-    if (v.unicodeName === "db") return once(run, "db") || (c.db === undefined ? "" : keySubset(e, [X509[0]!, SHA256[0]!, X509[1]!, SHA256[1]!], c.db))
-    if (v.unicodeName === "dbx") return once(run, "dbx") || (c.dbx === undefined ? "" : keySuperset(e, c.dbx))
+    if (v.unicodeName === "db") return once(run, "db") || measuredAsLogged(e) || (c.db === undefined ? "" : keySubset(e, DB_TYPES, c.db))
+    if (v.unicodeName === "dbx") return once(run, "dbx") || measuredAsLogged(e) || (c.dbx === undefined ? "" : keySuperset(e, c.dbx))
   }
-  return `Event has unexpected ('VariableName', 'UnicodeName') combination ('${v.variableName}', '${v.unicodeName}')`
+  return platform(c, run, e, `Event has unexpected ('VariableName', 'UnicodeName') combination ('${v.variableName}', '${v.unicodeName}')`)
 }
 
 const authority = (c: Compiled, run: Run, e: BootEvent): string => {
@@ -212,6 +180,8 @@ const authority = (c: Compiled, run: Run, e: BootEvent): string => {
       const r = once(run, "authority-vendor_db")
       if (r || c.vendorDb === undefined) return r
       if (v.value.kind !== "signature") return "Event VariableData is not a signature"
+      const measured = measuredAsLogged(e)
+      if (measured) return measured
       return c.vendorDb.has(keyId(v.value.entry.SignatureOwner, v.value.entry.SignatureData)) ? "" : "Event VariableData is not an allowed vendor_db key"
     }
   }
@@ -223,16 +193,17 @@ const authority = (c: Compiled, run: Run, e: BootEvent): string => {
       return once(run, "authority-moklisttrusted") || (v.value.kind === "enabled" ? "" : "Event VariableData has no 'Enabled' field")
     }
   }
-  return `Event has unexpected ('VariableName', 'UnicodeName') combination ('${v.variableName}', '${v.unicodeName}')`
+  return platform(c, run, e, `Event has unexpected ('VariableName', 'UnicodeName') combination ('${v.variableName}', '${v.unicodeName}')`)
 }
 
 const BOOT_VAR = /^(?:BootOrder|Boot[0-9a-fA-F]+)$/
 
 const dispatch = (c: Compiled, run: Run, e: BootEvent): string => {
   const t = e.type
+  // Not extended into any PCR (Spec ID header, StartupLocality, …): nothing in it can be trusted or judged.
+  if (t === EV.NO_ACTION) return ""
   switch (e.pcr) {
     case 0:
-      if (t === EV.NO_ACTION) return once(run, "no_action")
       if (t === EV.S_CRTM_VERSION) return void run.sCrtms.push(e), ""
       if (t === EV.EFI_PLATFORM_FIRMWARE_BLOB || t === EV.EFI_PLATFORM_FIRMWARE_BLOB2) return void run.firmware.push(e), ""
       break
@@ -255,7 +226,10 @@ const dispatch = (c: Compiled, run: Run, e: BootEvent): string => {
       if (t === EV.EFI_BOOT_SERVICES_DRIVER) return ""
       break
     case 4:
-      if (t === EV.EFI_BOOT_SERVICES_APPLICATION) return void run.bsas.push(e), ""
+      if (t === EV.EFI_BOOT_SERVICES_APPLICATION) {
+        if (c.platformEvents && isFirmwareApplication(e)) return platform(c, run, e, "")
+        return void run.bsas.push(e), ""
+      }
       break
     case 5:
       if (t === EV.EFI_GPT_EVENT) return once(run, "gpt")
@@ -298,17 +272,19 @@ const dispatch = (c: Compiled, run: Run, e: BootEvent): string => {
   }
   if (t === EV.EFI_ACTION && (e.pcr === 1 || e.pcr === 4 || e.pcr === 5)) {
     const allowed = EFI_ACTIONS[e.pcr]
-    if (allowed === undefined) return `No EV_EFI_ACTION event for ${e.pcr} is expected in the spec`
+    if (allowed === undefined) return platform(c, run, e, `No EV_EFI_ACTION event for ${e.pcr} is expected in the spec`)
     const s = text(e) ?? ""
     return allowed.includes(s) && digestOfData(e, e.data) ? "" : `Event '${s}' is not one of ${allowed.map((a) => `'${a}'`).join(", ")} with its digest`
   }
-  return `has unexpected ('PCRIndex', 'EventType') combination (${e.pcr}, '${e.typeName}')`
+  return platform(c, run, e, unexpected(e))
 }
 
 const where = (e: BootEvent) => `event ${e.index} (PCR ${e.pcr}, ${e.typeName})`
 
+type Test = readonly [string, (e: BootEvent) => boolean]
+
 /** Keylime's TupleTest: exactly as many events as tests, each passing its own. */
-const tuple = (field: string, events: ReadonlyArray<BootEvent>, tests: ReadonlyArray<[string, (e: BootEvent) => boolean]>): string => {
+const tuple = (field: string, events: ReadonlyArray<BootEvent>, tests: ReadonlyArray<Test>): string => {
   if (events.length > tests.length) return `${field} is longer (${events.length}) than the applicable tests (${tests.length})`
   if (events.length < tests.length) return `${field} is shorter (${events.length}) than the applicable tests (${tests.length})`
   for (let i = 0; i < tests.length; i++) {
@@ -321,18 +297,33 @@ const tuple = (field: string, events: ReadonlyArray<BootEvent>, tests: ReadonlyA
 const or = (reasons: ReadonlyArray<string>): string => (reasons.some((r) => r === "") ? "" : `[${reasons.join(", ")}]`)
 
 const checkKernel = (c: Compiled, run: Run, k: Kernel): string => {
-  const shim: [string, (e: BootEvent) => boolean] = [`shim_authcode_sha256 ${k.shim}`, (e) => sha256Is(e, k.shim)]
-  const grub: [string, (e: BootEvent) => boolean] = [`grub_authcode_sha256 ${k.grub}`, (e) => sha256Is(e, k.grub)]
+  const shim: Test = [`shim_authcode_sha256 ${k.shim}`, (e) => sha256Is(e, k.shim)]
+  const grub: Test = [`grub_authcode_sha256 ${k.grub}`, (e) => sha256Is(e, k.grub)]
   let bsas: string
   if (c.secure) {
-    const kernel: [string, (e: BootEvent) => boolean] = [`kernel_authcode_sha256 ${k.kernel}`, (e) => sha256Is(e, k.kernel ?? "")]
+    const kernel: Test = [`kernel_authcode_sha256 ${k.kernel}`, (e) => sha256Is(e, k.kernel ?? "")]
     bsas = or([tuple("bsas", run.bsas, [shim, grub, kernel]), tuple("bsas", run.bsas, [shim, grub, kernel, kernel])])
   } else bsas = tuple("bsas", run.bsas, [shim, grub])
+  const initrd: ReadonlyArray<Test> = k.initrd === undefined ? [] : [[`initrd_plain_sha256 ${k.initrd}`, (e) => sha256Is(e, k.initrd ?? "")]]
   return (
     bsas ||
-    tuple("ipl9s", run.ipl9s, [[`initrd_plain_sha256 ${k.initrd}`, (e) => sha256Is(e, k.initrd)]]) ||
+    tuple("ipl9s", run.ipl9s, initrd) ||
     tuple("vmlinuz", run.vmlinuz, [[`vmlinuz_plain_sha256 ${k.vmlinuz}`, (e) => c.secure || sha256Is(e, k.vmlinuz ?? "")]]) ||
     tuple("kernel_cmdlines", run.cmdlines, [[`kernel_cmdline ${k.cmdline.source}`, (e) => k.cmdline.test(text(e) ?? "")]])
+  )
+}
+
+/** The firmware events without a rule must be exactly the entry's `platform_events`, in order. */
+const checkPlatform = (s: ScrtmAndBiosRule, run: Run): string => {
+  const rules = s.platform ?? []
+  if (rules.length === 0 && run.platform.length > 0) {
+    const e = run.platform[0]!
+    return `${where(e)} is not in the refstate's platform_events (${unexpected(e)})`
+  }
+  return tuple(
+    "platform_events",
+    run.platform,
+    rules.map((p, i): Test => [`platform_events[${i}] (PCR ${p.pcr}, ${p.type})`, (e) => e.pcr === p.pcr && e.typeName === p.type && hasDigest(e, [p.digest])])
   )
 }
 
@@ -344,30 +335,34 @@ const checkFinal = (c: Compiled, run: Run): string => {
     c.scrtmAndBios.map(
       (s) =>
         tuple("s_crtms", run.sCrtms, [["scrtm", (e) => hasDigest(e, [s.scrtm])]]) ||
-        tuple("platform_firmware_blobs", run.firmware, s.firmware.map((f, i): [string, (e: BootEvent) => boolean] => [`platform_firmware[${i}]`, (e) => hasDigest(e, [f])]))
+        tuple("platform_firmware_blobs", run.firmware, s.firmware.map((f, i): Test => [`platform_firmware[${i}]`, (e) => hasDigest(e, [f])])) ||
+        checkPlatform(s, run)
     )
   )
 }
 
-/** The verifier evaluates the same reference state every round: compile it once per object. */
-const compiledCache = new WeakMap<object, Either.Either<Compiled, string>>()
-const compileCached = (refstate: unknown): Either.Either<Compiled, string> => {
-  if (typeof refstate !== "object" || refstate === null) return compile(refstate)
-  let c = compiledCache.get(refstate)
-  if (c === undefined) compiledCache.set(refstate, (c = compile(refstate)))
-  return c
-}
+const newRun = (): Run => ({ once: new Set(), configFlags: 0, sCrtms: [], firmware: [], bsas: [], ipl9s: [], vmlinuz: [], cmdlines: [], platform: [] })
 
 const evaluate = (refstate: unknown, log: EventLog): string => {
-  const compiled = compileCached(refstate)
+  const compiled = compileRefState(refstate)
   if (Either.isLeft(compiled)) return `policy evaluation failed: ${compiled.left}`
   const c = compiled.right
-  const run: Run = { once: new Set(), configFlags: 0, sCrtms: [], firmware: [], bsas: [], ipl9s: [], vmlinuz: [], cmdlines: [] }
+  const run = newRun()
   for (const e of log.events) {
     const reason = dispatch(c, run, e)
     if (reason) return `${where(e)} ${reason}`
   }
   return checkFinal(c, run)
+}
+
+/**
+ * The events of `log` the policy has no rule for and pins as `platform_events` (what the reference
+ * state generator records), in log order: the same dispatch decides, so generator and policy agree.
+ */
+export const platformEventsOf = (log: EventLog): ReadonlyArray<BootEvent> => {
+  const run = newRun()
+  for (const e of log.events) dispatch(classifyingRefState, run, e)
+  return run.platform
 }
 
 export const examplePolicy: MbPolicy = {

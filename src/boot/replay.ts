@@ -3,6 +3,7 @@
  * entry must carry (tpm-facts.md §4.3: H(PCR0..7) and H(PCR0..9) for every bank, both accepted).
  */
 import { createHash } from "node:crypto"
+import { digestOf } from "./hash.js"
 import type { PcrValues } from "../tpm/Tpm.js"
 import { digestSize, type HashAlg } from "../tpm/hashAlg.js"
 import type { EventLog } from "./eventLog.js"
@@ -21,17 +22,23 @@ export const replayPcrs = (log: EventLog): PcrValues => {
   for (const a of log.algorithms) {
     if (a.alg === undefined) continue
     const alg = a.alg
-    const pcrs: Array<Uint8Array> = Array.from({ length: 24 }, () => new Uint8Array(digestSize(alg)))
-    pcrs[0]![digestSize(alg) - 1] = log.startupLocality
+    const size = digestSize(alg)
+    const pcrs: Array<Uint8Array> = Array.from({ length: 24 }, () => new Uint8Array(size))
+    pcrs[0]![size - 1] = log.startupLocality
+    // PCR ‖ digest, hashed in one shot (no Hash object per extend).
+    const extend = new Uint8Array(2 * size)
     const events = log.events
-    for (let i = 1; i < events.length; i++) {
+    // Event 0 of a crypto-agile log is the Spec ID header (EV_NO_ACTION); a legacy log's is measured.
+    for (let i = 0; i < events.length; i++) {
       const e = events[i]!
       if (e.type === EV.NO_ACTION || e.pcr > 23) continue
       const ds = e.digests
       for (let j = 0; j < ds.length; j++) {
         const d = ds[j]!
         if (d.algId !== a.algId) continue
-        pcrs[e.pcr] = createHash(alg).update(pcrs[e.pcr]!).update(d.digest).digest()
+        extend.set(pcrs[e.pcr]!, 0)
+        extend.set(d.digest, size)
+        pcrs[e.pcr] = digestOf(alg, extend)
       }
     }
     const values = new Map<number, Uint8Array>()

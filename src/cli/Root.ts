@@ -28,7 +28,8 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./config.js")).configCommand,
     (await import("./agent.js")).agentCommand,
     (await import("./up.js")).upCommand,
-    (await import("./registrar.js")).registrarCommand
+    (await import("./registrar.js")).registrarCommand,
+    (await import("./tee.js")).teeCommand
   ])
 )
 

@@ -46,6 +46,7 @@ export const verifierSection = {
   request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
   ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
+  snp_vcek_dir: string("", "AMD SEV-SNP VCEK certificates for TEE evidence, read once at start (empty: only VCEKs sent with the evidence)"),
   session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),

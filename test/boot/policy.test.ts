@@ -9,7 +9,7 @@ import { acceptAllPolicy, type MbPolicy, MbPolicyRegistry, rejectAllPolicy } fro
 import { replayPcrs } from "../../src/boot/replay.js"
 import type { PcrValues } from "../../src/tpm/Tpm.js"
 import { readVectorText } from "../support/vectors.js"
-import { gceLog, keylimeLog, mbLogB64, parsed, secureBootLog, withBootAppChanged } from "./support.js"
+import { gceLog, keylimeLog, mbLogB64, parsed, rustUefiLog, secureBootLog, withBootAppChanged } from "./support.js"
 
 const refstateOf = (bytes: Uint8Array, withoutSecureBoot = false) =>
   Either.getOrThrowWith(createRefState(parsed(bytes), { withoutSecureBoot }), (e) => new Error(e.message)).refstate
@@ -28,6 +28,14 @@ describe("example reference state", () => {
       expect(r.right.kernels[0]!.kernel_authcode_sha256).toMatch(/^0x[0-9a-f]{64}$/)
       expect(r.right.pk[0]!.SignatureOwner).toBe("61dfe48b-ca93-d211-aa0d-00e098032b8c")
     }
+  })
+
+  it("evaluates Keylime's example_reference_state.json event by event, with Keylime's reasons", () => {
+    const json: unknown = JSON.parse(readVectorText("keylime", "keylime", "mba", "elchecking", "example_reference_state.json"))
+    const reason = (log: Uint8Array) => examplePolicy.evaluate(json, parsed(log))
+    expect(reason(secureBootLog())).toMatch(/^event 5 \(PCR 7, EV_EFI_VARIABLE_DRIVER_CONFIG\) VariableData \[0\] Keys \[0\] \(owner a0baa8a3-041d-48a8-bc87-c36d121b5e3d, 308203a0.*\) is not an allowed key$/)
+    // No platform_events in a Keylime reference state: firmware events without a rule are refused as Keylime does.
+    expect(reason(keylimeLog())).toBe("event 2 (PCR 0, EV_S_CRTM_CONTENTS) has unexpected ('PCRIndex', 'EventType') combination (0, 'EV_S_CRTM_CONTENTS')")
   })
 
   it("rejects a reference state with upper-case hex or a missing kernels list", () => {
@@ -61,10 +69,25 @@ describe("reference-state generator", () => {
     expect(r.kernels[0]!.kernel_authcode_sha256).toBeUndefined()
   })
 
-  it("fails with a typed error on the GCE log, which measures no initrd", () => {
-    const r = createRefState(parsed(gceLog()), { withoutSecureBoot: true })
+  it("records the GCE boot as it happened: no initrd, EV_NONHOST_INFO as a platform event", () => {
+    const created = Either.getOrThrow(createRefState(parsed(gceLog()), { withoutSecureBoot: true }))
+    const r = created.refstate
+    expect(r.has_secureboot).toBe(false)
+    expect(r.kernels[0]!.initrd_plain_sha256).toBeUndefined()
+    expect(r.kernels[0]!.vmlinuz_plain_sha256).toMatch(/^0x[0-9a-f]{64}$/)
+    expect(r.scrtm_and_bios[0]!.platform_events?.map((p) => [p.pcr, p.event_type])).toEqual([[0, "EV_NONHOST_INFO"]])
+    expect(created.warnings.join("\n")).toMatch(/no PCR 9 EV_IPL event for an initrd/)
+  })
+
+  it("keeps the Keylime shape (no platform_events) for a log the example policy fully covers", () => {
+    expect(refstateOf(secureBootLog()).scrtm_and_bios[0]!.platform_events).toBeUndefined()
+  })
+
+  it("fails with a typed error on a log without a kernel command line", () => {
+    const log = parsed(secureBootLog())
+    const r = createRefState({ ...log, events: log.events.filter((e) => !(e.decoded.kind === "string" && e.decoded.text.startsWith("kernel_cmdline"))) })
     expect(Either.isLeft(r) && r.left._tag).toBe("RefStateCreateError")
-    expect(Either.isLeft(r) && r.left.message).toMatch(/initrd/)
+    expect(Either.isLeft(r) && r.left.message).toMatch(/kernel_cmdline/)
   })
 
   it("escapes the kernel command line so it matches itself, in Python and JavaScript syntax", () => {
@@ -116,11 +139,34 @@ describe("measured-boot evaluation", () => {
     expect(failures[0]!.context["data"]).toEqual([9, 14])
   })
 
-  it("fails the StartupLocality log against its own refstate, as Keylime does: EV_NO_ACTION is allowed once", () => {
+  it("passes the StartupLocality log against its own refstate: EV_NO_ACTION events are not measured, so not judged (Keylime refuses the second)", () => {
     const log = keylimeLog()
-    const failures = evaluateMeasuredBoot({ log, quotedPcrs: quoteOf(log), refstate: refstateOf(log, true) }, examplePolicy).failures
-    expect(failures.map((f) => f.type)).toEqual(["measured_boot.policy_example"])
-    expect(failures[0]!.context["reason"]).toBe("event 1 (PCR 0, EV_NO_ACTION) test was already run once")
+    expect(parsed(log).events[1]!.decoded.kind).toBe("startupLocality")
+    expect(evaluateMeasuredBoot({ log, quotedPcrs: quoteOf(log), refstate: refstateOf(log, true) }, examplePolicy).failures).toEqual([])
+  })
+
+  it("passes a dbx of several signature lists (hashes and certificates) that holds every required entry, and fails one that lacks an entry", () => {
+    const log = rustUefiLog()
+    const dbx = parsed(log).events.find((e) => e.decoded.kind === "variable" && e.decoded.unicodeName === "dbx")!
+    expect(dbx.decoded.kind === "variable" && dbx.decoded.value.kind === "signatureLists" && dbx.decoded.value.lists.length).toBe(5)
+    const refstate = refstateOf(log, true)
+    expect(types({ log, quotedPcrs: quoteOf(log), refstate })).toEqual([])
+    const more = { ...refstate, dbx: [...refstate.dbx, { SignatureOwner: refstate.dbx[0]!.SignatureOwner, SignatureData: "0x00" }] }
+    const failures = evaluateMeasuredBoot({ log, quotedPcrs: quoteOf(log), refstate: more }, examplePolicy).failures
+    expect(failures[0]!.context["reason"]).toBe("event 9 (PCR 7, EV_EFI_VARIABLE_DRIVER_CONFIG) VariableData lacks 1 of the 483 required dbx entries")
+  })
+
+  it("refuses a platform event the reference state does not pin, naming the event, and one whose digest changed", () => {
+    const log = keylimeLog()
+    const refstate = refstateOf(log, true)
+    const pinned = refstate.scrtm_and_bios[0]!.platform_events!
+    const fewer = { ...refstate, scrtm_and_bios: [{ ...refstate.scrtm_and_bios[0]!, platform_events: pinned.slice(0, -1) }] }
+    const reason = (r: unknown) => evaluateMeasuredBoot({ log, quotedPcrs: quoteOf(log), refstate: r }, examplePolicy).failures[0]?.context["reason"]
+    expect(reason(fewer)).toBe("[platform_events is longer (9) than the applicable tests (8)]")
+    const changed = { ...refstate, scrtm_and_bios: [{ ...refstate.scrtm_and_bios[0]!, platform_events: pinned.map((p, i) => (i === 3 ? { ...p, digest: { sha256: "0x00" } } : p)) }] }
+    expect(reason(changed)).toBe("[platform_events [3] event 21 (PCR 0, EV_NONHOST_INFO) does not match platform_events[3] (PCR 0, EV_NONHOST_INFO)]")
+    const none = { ...refstate, scrtm_and_bios: [{ ...refstate.scrtm_and_bios[0]!, platform_events: [] }] }
+    expect(String(reason(none))).toMatch(/event 2 \(PCR 0, EV_S_CRTM_CONTENTS\) is not in the refstate's platform_events/)
   })
 
   it("fails the GCE log under the example policy on its EV_NONHOST_INFO event", () => {

@@ -43,6 +43,17 @@ describe("attest policy create measured-boot / check-boot", async () => {
     expect(r.stdout).toMatch(/FAIL measured_boot\.invalid_pcr_0: SHA256 boot event log PCR value does not match/)
   })
 
+  it("create then check-boot passes a log with firmware events Keylime's example refuses (StartupLocality, EV_POST_CODE, EV_NONHOST_INFO, vendor variables)", async () => {
+    const log = vectorPath("keylime", "test", "data", "create-mb-policy", "binary_bios_measurements")
+    const own = join(dir, "own.json")
+    const created = await attest("create", "measured-boot", "-e", log, "-i", "-o", own)
+    expect(created.status).toBe(0)
+    expect(created.stderr).toMatch(/warning: pinning 9 firmware event\(s\) the example policy has no rule for \(platform_events\)/)
+    const checked = await attest("check-boot", "-r", own, "-e", log)
+    expect(checked.stdout).toMatch(/^PASS /)
+    expect(checked.status).toBe(0)
+  })
+
   it("accepts base64 logs as the agent sends them, and fails clearly on a bogus log and on SecureBoot off without the flag", async () => {
     const b64 = vectorPath("keylime", "test", "data", "mb_log.b64")
     const mb = join(dir, "mb.json")

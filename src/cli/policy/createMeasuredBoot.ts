@@ -23,6 +23,7 @@ export const createMeasuredBootCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "Create a measured-boot reference state for the 'example' policy from a UEFI event log (Keylime's `create measured-boot`). " +
-      "Records S-CRTM and firmware digests, PK/KEK/db/dbx keys, MokList digests, and the shim, grub, kernel, initrd and command line of this boot."
+      "Records S-CRTM and firmware digests, PK/KEK/db/dbx keys, MokList digests, the shim, grub, kernel, initrd and command line of this boot, " +
+      "and pins the firmware events the policy has no rule for (platform_events), so `check-boot` of the same log passes."
   )
 )

@@ -1,0 +1,57 @@
+/**
+ * TEE evidence for `POST verify/evidence` with `type: "tee"` (Keylime's request shape): AMD SEV-SNP
+ * attestation reports, verified completely and offline.
+ *
+ * The interface the verifier calls:
+ *
+ *   verifyTeeEvidence(data: unknown, options: TeeVerifyOptions): TeeVerdict
+ *
+ * - Pure and synchronous. `data` is the request's `data` object as received (JSON-decoded, not
+ *   validated): it is checked here, and a missing or malformed field is a failure naming it
+ *   (`tee.missing_param`, `tee.invalid_input`, `tee.invalid.tee`, `tee.invalid_public_key`), so the
+ *   HTTP layer only chooses the status (Keylime answers 400 for `*.missing_param`).
+ * - `options.now`: the time certificate validity is judged at (from the verifier's `Clock`).
+ * - `options.vcekDir`: the VCEKs of `snp_vcek_dir`, loaded once at start-up with
+ *   `loadVcekDirectory(dir)` (an Effect); used when the evidence carries no `vcek`.
+ * - `options.chainCache`: `makeChainCache()` once per verifier; each VCEK's chain ARK → ASK → VCEK
+ *   is then verified once and only its validity window compared afterwards.
+ * - `options.roots`: ARK/ASK per product line; AMD's (shipped, Milan, Genoa, Turin) by default.
+ * - `TeeVerdict = { valid, failures, claims }`: `valid` is `failures.length === 0`; failures are the
+ *   shared `Failure` values (schemas/Evidence.ts) with types under `tee.` (src/tee/failures.ts);
+ *   claims (Keylime's names plus chip_id, vmpl, product_line) only when valid, `{}` otherwise.
+ * - Never throws and never reads a file or the network.
+ */
+import type { Failure } from "../../schemas/Evidence.js"
+import { readTeeRequest } from "./request.js"
+import type { ChainCache, SnpRoots } from "./snp/chain.js"
+import { verifySnpEvidence } from "./snp/verify.js"
+import type { VcekDirectory } from "./snp/vcekDirectory.js"
+
+export { TEE_FAILURE, policyFailureType } from "./failures.js"
+export { amdRoots, type ChainCache, makeChainCache, makeSnpRoots, type SnpRoots, SnpRootsError, verifyVcekChain } from "./snp/chain.js"
+export { parseSnpReport, encodeSnpReport, type SnpReport, SnpReportError, type SnpReportFields } from "./snp/report.js"
+export { signReport, verifyReportSignature } from "./snp/signature.js"
+export { type SnpEvidenceInput, type SnpResult, verifySnpEvidence, type SnpVerifyOptions } from "./snp/verify.js"
+export { decodeTcb, encodeTcb, type ProductLine, type TcbParts } from "./snp/tcb.js"
+export { parseVcek, type Vcek, VcekError, vcekExtensions } from "./snp/vcek.js"
+export { loadVcekDirectory, type VcekDirectory, VcekDirectoryError, vcekDirectoryOf, vcekEntry } from "./snp/vcekDirectory.js"
+
+export interface TeeVerifyOptions {
+  readonly now: Date
+  readonly vcekDir?: VcekDirectory
+  readonly chainCache?: ChainCache
+  readonly roots?: SnpRoots
+}
+
+export interface TeeVerdict {
+  readonly valid: boolean
+  readonly failures: ReadonlyArray<Failure>
+  readonly claims: Record<string, unknown>
+}
+
+export const verifyTeeEvidence = (data: unknown, options: TeeVerifyOptions): TeeVerdict => {
+  const request = readTeeRequest(data)
+  if (request._tag === "Left") return { valid: false, failures: request.left, claims: {} }
+  const result = verifySnpEvidence(request.right.snp, options)
+  return { valid: result.failures.length === 0, failures: result.failures, claims: result.claims }
+}
