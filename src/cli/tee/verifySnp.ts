@@ -20,7 +20,6 @@ export const verifySnpCommand = Command.make(
   "verify-snp",
   { report, vcek, nonce, pubkeyX, pubkeyY, json },
   lazy(() => import("./verifySnp.run.js"), (m) => m.run)
-
 ).pipe(
   Command.withDescription(
     "Verify an AMD SEV-SNP attestation report offline against its VCEK: the chain ARK → ASK → VCEK to AMD's roots (shipped) for the VCEK's product line, " +
