@@ -3,7 +3,8 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
-import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+import { Schema } from "effect"
+import { boolean, integer, json, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
 const CA_DIR = "/var/lib/attest/cv_ca"
@@ -45,7 +46,19 @@ export const verifierSection = {
   request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
   ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
-  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)")
+  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
+  severity_labels: stringList(
+    ["info", "notice", "warning", "error", "critical", "alert", "emergency"],
+    "severity labels of attestation failures, lowest first; the last is the maximum (reaching it stops polling)"
+  ),
+  severity_policy: json(
+    Schema.Array(Schema.Struct({ event_id: Schema.String, severity_label: Schema.String })),
+    [{ event_id: ".*", severity_label: "emergency" }],
+    "rules {event_id: regular expression over the whole failure type, severity_label}; the first match wins, none = the maximum"
+  ),
+  measured_boot_policy_name: string("accept-all", "measured-boot policy judging reference states: accept-all, reject-all, example"),
+  measured_boot_evaluate: literal(["once", "always"], "once", "judge the boot log by the measured-boot policy on the first attestation only, or on every one"),
+  ignore_tomtou_errors: boolean(false, "Keylime's option: when true, ToMToU IMA entries are reported as ima.validation.tomtou (its code reads it inverted)")
 } as const satisfies SectionSpec
 
 export const registrarSection = {

@@ -6,7 +6,7 @@
  */
 import { Data, Either, ParseResult, Schema } from "effect"
 import { type Failure, makeFailure, TpmEvidenceData } from "../../schemas/Evidence.js"
-import { FailureType } from "./evaluate/failures.js"
+import { VerifierFailureType } from "./evaluate/failures.js"
 
 /** `type` or `data` absent: 400 with this text and empty results. */
 export class EvidenceParameterMissing extends Data.TaggedError("EvidenceParameterMissing")<{ readonly name: "type" | "data" }> {
@@ -74,11 +74,11 @@ const decodeTpmData = Schema.decodeUnknownEither(TpmEvidenceData)
 const nonEmpty = (s: string | undefined): string | undefined => (s === undefined || s === "" ? undefined : s)
 
 const tpmRequest = (data: Readonly<Record<string, unknown>>): Either.Either<TpmEvidenceRequest, EvidenceInputInvalid> => {
-  for (const name of TPM_REQUIRED) if (!given(data, name)) return Either.left(missingParam(FailureType.missingParam, name))
+  for (const name of TPM_REQUIRED) if (!given(data, name)) return Either.left(missingParam(VerifierFailureType.missingParam, name))
   if (!POLICIES.some((p) => given(data, p))) {
     return Either.left(
       new EvidenceInputInvalid({
-        failures: [makeFailure(FailureType.missingPolicy, "at least one policy (tpm_policy, runtime_policy, or mb_policy) must be provided")]
+        failures: [makeFailure(VerifierFailureType.missingPolicy, "at least one policy (tpm_policy, runtime_policy, or mb_policy) must be provided")]
       })
     )
   }
@@ -87,8 +87,10 @@ const tpmRequest = (data: Readonly<Record<string, unknown>>): Either.Either<TpmE
   for (const [k, v] of Object.entries(data)) if (v !== null) sent[k] = v
   const decoded = decodeTpmData(sent, { errors: "all" })
   if (Either.isLeft(decoded)) {
-    const failures = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((i) =>
-      makeFailure(FailureType.invalidParam, `invalid parameter "${i.path.join(".")}": must be a string`, { parameter: i.path.join(".") })
+    // One failure per parameter (an optional field reports "not a string" and "not undefined").
+    const names = new Set(ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((i) => i.path.join(".")))
+    const failures = [...names].map((name) =>
+      makeFailure(VerifierFailureType.invalidParam, `invalid parameter "${name}": must be a string`, { parameter: name })
     )
     return Either.left(new EvidenceInputInvalid({ failures }))
   }
@@ -112,11 +114,11 @@ const tpmRequest = (data: Readonly<Record<string, unknown>>): Either.Either<TpmE
 /** The TEE envelope Keylime checks before it dispatches on the TEE kind; the kind's own fields are the TEE verifier's. */
 const teeRequest = (data: Readonly<Record<string, unknown>>): Either.Either<TeeEvidenceRequest, EvidenceInputInvalid> => {
   for (const name of ["tee-evidence", "nonce", "tee-pubkey-x-b64", "tee-pubkey-y-b64"]) {
-    if (!given(data, name)) return Either.left(missingParam(FailureType.teeMissingParam, name))
+    if (!given(data, name)) return Either.left(missingParam(VerifierFailureType.teeMissingParam, name))
   }
   const evidence = data["tee-evidence"]
   for (const name of ["tee", "evidence"]) {
-    if (!isRecord(evidence) || !given(evidence, name)) return Either.left(missingParam(FailureType.teeMissingParam, name))
+    if (!isRecord(evidence) || !given(evidence, name)) return Either.left(missingParam(VerifierFailureType.teeMissingParam, name))
   }
   return Either.right({ _tag: "tee", data })
 }

@@ -15,7 +15,7 @@ import type { ApiVersion } from "../http/versions.js"
 import { atLeast } from "../http/versions.js"
 import { fromBase64 } from "../tpm/bytes.js"
 import { evaluateEvidence } from "./evaluate/evaluate.js"
-import { FailureType } from "./evaluate/failures.js"
+import { VerifierFailureType } from "./evaluate/failures.js"
 import type { SeverityPolicy } from "./evaluate/severity.js"
 import { initialEvaluationState } from "./evaluate/state.js"
 import { emptyTpmPolicy, parseTpmPolicy, type TpmPolicy } from "./evaluate/tpmPolicy.js"
@@ -45,7 +45,7 @@ export interface VerifyEvidenceAnswer {
 }
 
 const invalidParam = (name: string, reason: string): EvidenceInputInvalid =>
-  new EvidenceInputInvalid({ failures: [makeFailure(FailureType.invalidParam, `invalid parameter "${name}": ${reason}`, { parameter: name })] })
+  new EvidenceInputInvalid({ failures: [makeFailure(VerifierFailureType.invalidParam, `invalid parameter "${name}": ${reason}`, { parameter: name })] })
 
 /** A runtime policy as JSON text, or a DSSE envelope around it (whose signature Keylime does not check here either). */
 const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {

@@ -11,7 +11,7 @@ import { decideStart, type ImaState } from "../../ima/state.js"
 import type { VerifiedQuote } from "../../tpm/verifyQuote.js"
 import { gateAlgorithms } from "./algorithms.js"
 import { clockProblem, storedClockOf } from "./clock.js"
-import { clockValidation, FailureType, noPubkey, unusedImaPcr } from "./failures.js"
+import { clockValidation, VerifierFailureType, noPubkey, unusedImaPcr } from "./failures.js"
 import { runIma } from "./ima.js"
 import { runMeasuredBoot } from "./measuredBoot.js"
 import { checkNkBinding, checkTpmPolicy } from "./pcrs.js"
@@ -158,12 +158,12 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
 
 const evaluateTee = (ev: TeeEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {
   if (policy.verifyTee === undefined) {
-    const f = makeFailure(FailureType.teeInvalid, "TEE evidence cannot be verified: this verifier has no TEE verifier")
+    const f = makeFailure(VerifierFailureType.teeInvalid, "TEE evidence cannot be verified: this verifier has no TEE verifier")
     return verdict(policy, [f], prior, undefined)
   }
   const r = policy.verifyTee(ev.data)
   const failures =
-    r.valid || r.failures.length > 0 ? r.failures : [makeFailure(FailureType.teeInvalid, "the TEE verifier found the evidence invalid")]
+    r.valid || r.failures.length > 0 ? r.failures : [makeFailure(VerifierFailureType.teeInvalid, "the TEE verifier found the evidence invalid")]
   const valid = r.valid && failures.length === 0
   return verdict(policy, failures, valid ? { ...prior, count: prior.count + 1 } : prior, { type: "tee", claims: r.claims })
 }

@@ -6,7 +6,7 @@
  */
 import { type Failure, makeFailure } from "../../../schemas/Evidence.js"
 
-export const FailureType = {
+export const VerifierFailureType = {
   invalidQuote: "qoute_validation.invalid_quote",
   quoteValidation: "qoute_validation.quote_validation",
   noPubkey: "qoute_validation.no_pubkey",
@@ -29,38 +29,38 @@ export const NONCE_MISMATCH = "The nonce from the attestation differs from the e
 
 /** Signature, nonce, digest, selection or parse failure of the quote; `error` says which check failed. */
 export const quoteValidation = (error: string): Failure =>
-  makeFailure(FailureType.quoteValidation, "Quote data validation", { error })
+  makeFailure(VerifierFailureType.quoteValidation, "Quote data validation", { error })
 
 /** The quote string is not `r<b64>:<b64>:<b64>` (Keylime raises before its check and reports this). */
-export const invalidQuote = (reason: string): Failure => makeFailure(FailureType.invalidQuote, `Quote validation failed: ${reason}`)
+export const invalidQuote = (reason: string): Failure => makeFailure(VerifierFailureType.invalidQuote, `Quote validation failed: ${reason}`)
 
 export const clockValidation = (reason: string): Failure =>
-  makeFailure(FailureType.quoteValidation, "Validation of clockinfo from quote using tpm2-tools", { data: reason })
+  makeFailure(VerifierFailureType.quoteValidation, "Validation of clockinfo from quote using tpm2-tools", { data: reason })
 
 export const noPubkey = (): Failure =>
-  makeFailure(FailureType.noPubkey, "agent did not provide public key and no key or encrypted_v was cached at CV", { data: null })
+  makeFailure(VerifierFailureType.noPubkey, "agent did not provide public key and no key or encrypted_v was cached at CV", { data: null })
 
 export const unrecognizedHashAlg = (hashAlg: string | undefined): Failure =>
-  makeFailure(FailureType.invalidHashAlg, `TPM Quote is using an unrecognized hash algorithm: ${hashAlg ?? "None"}`, { data: hashAlg ?? null })
+  makeFailure(VerifierFailureType.invalidHashAlg, `TPM Quote is using an unrecognized hash algorithm: ${hashAlg ?? "None"}`, { data: hashAlg ?? null })
 
 export const unacceptedAlg = (kind: "hash" | "encryption" | "signing", alg: string | undefined): Failure =>
   makeFailure(
-    kind === "hash" ? FailureType.invalidHashAlg : kind === "encryption" ? FailureType.invalidEncAlg : FailureType.invalidSignAlg,
+    kind === "hash" ? VerifierFailureType.invalidHashAlg : kind === "encryption" ? VerifierFailureType.invalidEncAlg : VerifierFailureType.invalidSignAlg,
     `TPM Quote is using an unaccepted ${kind} algorithm: ${alg ?? "None"}`,
     { data: alg ?? null }
   )
 
 export const invalidPcr16 = (got: string, expected: string): Failure =>
-  makeFailure(FailureType.invalidPcr(16), "PCR 16 does not hold the digest of the agent's NK public key", { got, expected })
+  makeFailure(VerifierFailureType.invalidPcr(16), "PCR 16 does not hold the digest of the agent's NK public key", { got, expected })
 
-export const missingPcr16 = (): Failure => makeFailure(FailureType.missingPcr16, "Data PCR 16 is missing in quote, but is required")
+export const missingPcr16 = (): Failure => makeFailure(VerifierFailureType.missingPcr16, "Data PCR 16 is missing in quote, but is required")
 
 export const pcrNotAllowed = (pcr: number, got: string, expected: ReadonlySet<string>): Failure =>
-  makeFailure(FailureType.invalidPcr(pcr), "PCR value is not in allowlist", { got, expected: [...expected] })
+  makeFailure(VerifierFailureType.invalidPcr(pcr), "PCR value is not in allowlist", { got, expected: [...expected] })
 
-export const missingPcrs = (pcrs: ReadonlyArray<number>): Failure => makeFailure(FailureType.missingPcrs, "PCRs are missing in quote", { data: pcrs })
+export const missingPcrs = (pcrs: ReadonlyArray<number>): Failure => makeFailure(VerifierFailureType.missingPcrs, "PCRs are missing in quote", { data: pcrs })
 
-export const unusedImaPcr = (): Failure => makeFailure(FailureType.unusedPcr(10), "IMA PCR in policy, but no measurement list provided")
+export const unusedImaPcr = (): Failure => makeFailure(VerifierFailureType.unusedPcr(10), "IMA PCR in policy, but no measurement list provided")
 
 export const unusedBootPcr = (pcr: number): Failure =>
-  makeFailure(FailureType.unusedPcr(pcr), `Measured Boot PCR ${pcr} in policy, but no measurement list provided`)
+  makeFailure(VerifierFailureType.unusedPcr(pcr), `Measured Boot PCR ${pcr} in policy, but no measurement list provided`)

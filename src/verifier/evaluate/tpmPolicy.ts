@@ -27,7 +27,7 @@ export const emptyTpmPolicy: TpmPolicy = { mask: undefined, pcrs: new Map() }
 
 const PCR_KEY = /^\d{1,2}$/
 const HEX_DIGEST = /^(?:0x)?((?:[0-9a-fA-F]{2}){1,64})$/
-const MASK = /^0x[0-9a-fA-F]{1,6}$/
+const MASK = /^0x[0-9a-fA-F]{1,8}$/
 /** PCRs a TPM has (0–23): a mask or key beyond them names nothing that can be quoted. */
 const MAX_PCR = 23
 
