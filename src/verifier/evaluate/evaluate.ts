@@ -36,19 +36,33 @@ const hexRecord = (values: ReadonlyMap<number, Uint8Array> | undefined): Record<
   return out
 }
 
-const claimsOf = (ev: TpmEvidence, q: VerifiedQuote, bank: ReadonlyMap<number, Uint8Array> | undefined, hash: string): TpmClaims => ({
+/** One literal (absent parts undefined, which JSON leaves out): built on every round. */
+const claimsOf = (
+  ev: TpmEvidence,
+  q: VerifiedQuote,
+  bank: ReadonlyMap<number, Uint8Array> | undefined,
+  hash: string,
+  ima: TpmClaims["ima"],
+  bootAggregates: TpmClaims["boot_aggregates"]
+): TpmClaims => ({
   type: "tpm",
   hash_alg: hash,
-  ...(ev.enc_alg === undefined ? {} : { enc_alg: ev.enc_alg }),
-  ...(ev.sign_alg === undefined ? {} : { sign_alg: ev.sign_alg }),
+  enc_alg: ev.enc_alg,
+  sign_alg: ev.sign_alg,
   pcrs: hexRecord(bank),
   clock: {
     clock: q.clockInfo.clock.toString(),
     reset_count: q.clockInfo.resetCount,
     restart_count: q.clockInfo.restartCount,
     safe: q.clockInfo.safe
-  }
+  },
+  ima,
+  boot_aggregates: bootAggregates
 })
+
+/** The stored algorithms object when unchanged (the usual case), so nothing new is allocated for it. */
+const algorithmsOf = (prior: EvaluationState["alg"], hash: string, enc: string, sign: string): EvaluationState["alg"] =>
+  prior.hash === hash && prior.enc === enc && prior.sign === sign ? prior : { hash, enc, sign }
 
 const present = (s: string | null | undefined): s is string => s !== undefined && s !== null && s !== ""
 
@@ -70,7 +84,7 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     failures.push(gated)
     return verdict(policy, failures, prior, undefined)
   }
-  const alg = { hash: gated.hash, enc: ev.enc_alg ?? "", sign: ev.sign_alg ?? "" }
+  const alg = algorithmsOf(prior.alg, gated.hash, ev.enc_alg ?? "", ev.sign_alg ?? "")
 
   // 3. Where the IMA list starts against the stored progress (Keylime decides this before the quote).
   const start = decideStart(prior.ima, ev.ima_measurement_list_entry ?? 0, ev.boottime)
@@ -93,10 +107,10 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     }
   }
   const bank = quote.pcrs.find((b) => b.hash === gated.hash)?.values
-  const claims = claimsOf(ev, quote, bank, gated.hash)
 
   // The agent rebooted: its list restarts, so ask again from entry 0; nothing is judged or counted.
   if (start._tag === "Retry") {
+    const claims = claimsOf(ev, quote, bank, gated.hash, undefined, undefined)
     return verdict(policy, failures, { ...prior, ima: start.state, clock: storedClockOf(quote.clockInfo), alg }, claims, true)
   }
 
@@ -140,12 +154,8 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
   for (const f of mb.failures) failures.push(f)
   for (const f of missing) failures.push(f)
 
-  const fullClaims: TpmClaims = {
-    ...claims,
-    ...(imaClaims === undefined ? {} : { ima: imaClaims }),
-    ...(mb.bootAggregates === undefined ? {} : { boot_aggregates: mb.bootAggregates })
-  }
-  if (failures.length > 0) return verdict(policy, failures, { ...prior, ima, alg }, fullClaims)
+  const claims = claimsOf(ev, quote, bank, gated.hash, imaClaims, mb.bootAggregates)
+  if (failures.length > 0) return verdict(policy, failures, { ...prior, ima, alg }, claims)
   const nextState: EvaluationState = {
     ima,
     nk: nk ?? prior.nk,
@@ -153,7 +163,7 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     count: prior.count + 1,
     alg
   }
-  return verdict(policy, failures, nextState, fullClaims, false, received !== undefined && received !== prior.nk)
+  return verdict(policy, failures, nextState, claims, false, received !== undefined && received !== prior.nk)
 }
 
 const evaluateTee = (ev: TeeEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {

@@ -27,14 +27,30 @@ export interface ImaStepInput {
   readonly reportTomtou: boolean
 }
 
+const NO_AGGREGATES: ReadonlyArray<string> = []
+
+// Literal shapes per bank: a computed key would make a dictionary-mode object every round.
+const pcr10Of = (bank: HashAlg, v: Uint8Array): Partial<Record<HashAlg, Uint8Array>> => {
+  switch (bank) {
+    case "sha1":
+      return { sha1: v }
+    case "sha256":
+      return { sha256: v }
+    case "sha384":
+      return { sha384: v }
+    case "sha512":
+      return { sha512: v }
+  }
+}
+
 export const runIma = (input: ImaStepInput): ImaVerificationResult =>
   verifyIma({
     list: input.list,
     startEntry: input.startEntry,
     state: input.state,
     policy: input.policy ?? emptyCompiledPolicy,
-    quotedPcr10: { [input.bank]: input.quotedPcr10 },
-    ...(input.bootAggregates === undefined ? {} : { bootAggregates: input.bootAggregates }),
+    quotedPcr10: pcr10Of(input.bank, input.quotedPcr10),
+    bootAggregates: input.bootAggregates ?? NO_AGGREGATES,
     keyring: input.keyring,
     bootTime: input.bootTime ?? null,
     tomtouFailures: input.reportTomtou

@@ -17,17 +17,19 @@ export const nkPcrValue = (bank: HashAlg, pem: string): Buffer => {
   return createHash(bank).update(Buffer.alloc(digestSize(bank))).update(inner).digest()
 }
 
-// The same NK comes back every round: its PCR 16 value is computed once per (bank, PEM).
-const nkCache = new Map<string, Buffer>()
+// The same NK comes back every round: its PCR 16 value is computed once per (bank, PEM). Keyed by
+// the PEM string itself (a string caches its hash), one map per bank.
+const nkCache = new Map<HashAlg, Map<string, Buffer>>()
 const NK_CACHE_MAX = 4096
 
 const expectedNk = (bank: HashAlg, pem: string): Buffer => {
-  const key = bank + pem
-  let v = nkCache.get(key)
+  let byPem = nkCache.get(bank)
+  if (byPem === undefined) nkCache.set(bank, (byPem = new Map()))
+  let v = byPem.get(pem)
   if (v === undefined) {
     v = nkPcrValue(bank, pem)
-    if (nkCache.size >= NK_CACHE_MAX) nkCache.clear()
-    nkCache.set(key, v)
+    if (byPem.size >= NK_CACHE_MAX) byPem.clear()
+    byPem.set(pem, v)
   }
   return v
 }

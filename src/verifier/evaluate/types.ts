@@ -105,14 +105,14 @@ export interface AgentPolicy {
 export interface TpmClaims {
   readonly type: "tpm"
   readonly hash_alg: string
-  readonly enc_alg?: string
-  readonly sign_alg?: string
+  readonly enc_alg?: string | undefined
+  readonly sign_alg?: string | undefined
   /** The quoted PCRs of the hash_alg bank, verified against the quote's digest (PCR → hex). */
   readonly pcrs: Readonly<Record<string, string>>
   readonly clock: { readonly clock: string; readonly reset_count: number; readonly restart_count: number; readonly safe: boolean }
   /** Entries received, entries the quote covers (accepted this round), next entry to ask for. */
-  readonly ima?: { readonly entries: number; readonly matched: number; readonly next_entry: number }
-  readonly boot_aggregates?: BootAggregates
+  readonly ima?: { readonly entries: number; readonly matched: number; readonly next_entry: number } | undefined
+  readonly boot_aggregates?: BootAggregates | undefined
 }
 
 export interface TeeClaims {
