@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { generateKeyPairSync } from "node:crypto"
-import { Either } from "effect"
+import { Either, FastCheck as fc } from "effect"
 import { makeRuntimePolicy } from "../../schemas/RuntimePolicy.js"
 import { createRefState } from "../../src/boot/createRefState.js"
 import { examplePolicy } from "../../src/boot/examplePolicy.js"
@@ -181,5 +181,16 @@ describe("verify/identity request logic", () => {
     )
     expect(pythonJsonDumps({})).toBe("{}")
     expect(pythonJsonDumps([])).toBe("[]")
+  })
+
+  it("writes JSON that parses back to the same value, in printable ASCII only", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = pythonJsonDumps(value)
+        expect(/^[\x20-\x7e]*$/.test(text)).toBe(true)
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)))
+      }),
+      { numRuns: 300 }
+    )
   })
 })
