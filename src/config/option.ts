@@ -147,27 +147,6 @@ export const stringList = (def: ReadonlyArray<string>, doc: string): OptionSpec<
   doc
 })
 
-/**
- * A JSON value given as text (Keylime writes such options as JSON in its INI files, e.g.
- * `severity_policy = [{"event_id": ".*", "severity_label": "emergency"}]`), decoded with `schema`.
- */
-export const json = <A, I>(schema: Schema.Schema<A, I>, def: A, doc: string): OptionSpec<A> => {
-  const decode = Schema.decodeUnknownEither(Schema.parseJson(schema))
-  const encode = Schema.encodeSync(Schema.parseJson(schema))
-  return {
-    schema: fromRaw(
-      (raw) =>
-        typeof raw !== "string"
-          ? Either.left(`expected JSON text, got ${show(raw)}`)
-          : Either.mapLeft(decode(raw), (e) => `expected JSON such as ${encode(def)}: ${reasonOf(e)}`),
-      (a) => encode(a),
-      Schema.typeSchema(schema)
-    ),
-    default: def,
-    doc
-  }
-}
-
 /** The reason text of a decode failure (the message our decoders put in). */
 export const reasonOf = (e: ParseResult.ParseError): string =>
   ParseResult.ArrayFormatter.formatErrorSync(e).map((i) => i.message).join("; ")

@@ -3,8 +3,7 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
-import { Schema } from "effect"
-import { boolean, integer, json, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
 const CA_DIR = "/var/lib/attest/cv_ca"
@@ -43,22 +42,22 @@ export const verifierSection = {
   retry_interval: seconds(2, "base of the retry backoff when an agent is unreachable (seconds)"),
   exponential_backoff: boolean(true, "retry_interval^n backoff instead of a fixed delay"),
   max_retries: integer(5, "retries before an unreachable agent is marked failed", { min: 0 }),
-  request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
-  ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
-  require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
-  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
+  // --- the evidence evaluator (src/verifier/evaluate) ---
   severity_labels: stringList(
     ["info", "notice", "warning", "error", "critical", "alert", "emergency"],
     "severity labels of attestation failures, lowest first; the last is the maximum (reaching it stops polling)"
   ),
-  severity_policy: json(
-    Schema.Array(Schema.Struct({ event_id: Schema.String, severity_label: Schema.String })),
-    [{ event_id: ".*", severity_label: "emergency" }],
-    "rules {event_id: regular expression over the whole failure type, severity_label}; the first match wins, none = the maximum"
+  severity_policy: string(
+    `[{"event_id": ".*", "severity_label": "emergency"}]`,
+    "JSON list of {event_id: regular expression over the whole failure type, severity_label}; first match wins, none = the maximum"
   ),
   measured_boot_policy_name: string("accept-all", "measured-boot policy judging reference states: accept-all, reject-all, example"),
   measured_boot_evaluate: literal(["once", "always"], "once", "judge the boot log by the measured-boot policy on the first attestation only, or on every one"),
-  ignore_tomtou_errors: boolean(false, "Keylime's option: when true, ToMToU IMA entries are reported as ima.validation.tomtou (its code reads it inverted)")
+  ignore_tomtou_errors: boolean(false, "Keylime's option: when true, ToMToU IMA entries are reported as ima.validation.tomtou (its code reads it inverted)"),
+  request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
+  ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
+  require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
+  session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)")
 } as const satisfies SectionSpec
 
 export const registrarSection = {

@@ -109,9 +109,10 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
   const bank = quote.pcrs.find((b) => b.hash === gated.hash)?.values
 
   // The agent rebooted: its list restarts, so ask again from entry 0; nothing is judged or counted.
+  // Its NK may be new too: forgetting the stored one makes the next quote a full one.
   if (start._tag === "Retry") {
     const claims = claimsOf(ev, quote, bank, gated.hash, undefined, undefined)
-    return verdict(policy, failures, { ...prior, ima: start.state, clock: storedClockOf(quote.clockInfo), alg }, claims, true)
+    return verdict(policy, failures, { ...prior, ima: start.state, nk: null, clock: storedClockOf(quote.clockInfo), alg }, claims, true)
   }
 
   // 6. PCRs of the hash_alg bank.

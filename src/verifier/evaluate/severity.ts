@@ -7,7 +7,7 @@
  * `last_event_id`; polling stops when a failure is irrecoverable or the highest level is the maximum.
  * Rules are compiled once (when the configuration is read), never per attestation.
  */
-import { Data, Either } from "effect"
+import { Data, Either, Schema } from "effect"
 import type { Failure } from "../../../schemas/Evidence.js"
 
 export interface SeverityLabel {
@@ -85,6 +85,26 @@ export const makeSeverityPolicy = (
   }
   return Either.right({ labels, max, rules: compiled, memo: new Map() })
 }
+
+const decodeRules = Schema.decodeUnknownEither(
+  Schema.parseJson(Schema.Array(Schema.Struct({ event_id: Schema.String, severity_label: Schema.String })))
+)
+
+/**
+ * The policy from the `[verifier]` options as configured: `severity_policy` is JSON text (as in
+ * Keylime's verifier.conf); text that is not a list of `{event_id, severity_label}` is refused here.
+ */
+export const severityPolicyFromOptions = (options: {
+  readonly severity_labels: ReadonlyArray<string>
+  readonly severity_policy: string
+}): Either.Either<SeverityPolicy, SeverityConfigError> =>
+  Either.flatMap(
+    Either.mapLeft(
+      decodeRules(options.severity_policy),
+      (e) => new SeverityConfigError({ option: "severity_policy", reason: `must be a JSON list of {"event_id", "severity_label"}: ${e.message}` })
+    ),
+    (rules) => makeSeverityPolicy(options.severity_labels, rules)
+  )
 
 /** Keylime's defaults: seven labels, every event `emergency` (so any failure stops polling). */
 export const defaultSeverityPolicy: SeverityPolicy = Either.getOrThrow(makeSeverityPolicy())

@@ -17,8 +17,12 @@ export const StoredClock = Schema.Struct({
 export type StoredClock = typeof StoredClock.Type
 
 export const EvaluationState = Schema.Struct({
+  /** IMA progress; the loop asks for `ima_ml_entry = ima.nextEntry`. */
   ima: ImaState,
-  /** The agent's NK public key (PEM) from the last accepted full quote; null before the first. */
+  /**
+   * The agent's NK public key (PEM) from the last accepted full quote; null before the first and
+   * after a reboot. The loop asks for a partial quote (partial=1) only when it is known.
+   */
   nk: Schema.NullOr(Schema.String),
   clock: Schema.NullOr(StoredClock),
   /** Keylime's `attestation_count`: accepted attestations so far. */

@@ -133,7 +133,8 @@ export interface Evaluation {
   readonly claims: Claims | undefined
   /**
    * The agent rebooted since the stored IMA progress: nothing of its list was judged and nothing is
-   * counted; ask again at once from entry 0 with the NK (partial=0). Not a failure (Keylime).
+   * counted; ask again at once from entry 0 with the NK (partial=0: `nextState.nk` is null). Not a
+   * failure (Keylime).
    */
   readonly restart: boolean
   /** A quote carried an NK that differs from the stored one: V must be delivered (again). */

@@ -151,6 +151,12 @@ for (const alg of ["rsa", "ecc"] as const) {
       expect(r.restart).toBe(true)
       expect(r.nextState.count).toBe(first.nextState.count)
       expect(r.nextState.ima).toEqual({ nextEntry: 0, pcrs: {}, learnedKeys: [], bootTime: 1_800_000_000 })
+      // The NK may have changed with the reboot: the next quote must carry it.
+      expect(r.nextState.nk).toBeNull()
+      expect(types(evaluateEvidence(pullEvidence({ ak, nk, full: false, machine: m, fromEntry: 0, boottime: 1_800_000_000, clock: { clock: 6n, resetCount: 4 } }), policy, r.nextState))).toEqual(["qoute_validation.no_pubkey"])
+      const again = evaluateEvidence(pullEvidence({ ak, nk, machine: m, fromEntry: 0, boottime: 1_800_000_000, clock: { clock: 6n, resetCount: 4 } }), policy, r.nextState)
+      expect(again.failures).toEqual([])
+      expect(again.nextState.count).toBe(first.nextState.count + 1)
     })
 
     it("the quote is checked even on a restart round: a wrong nonce still fails", () => {

@@ -9,7 +9,8 @@ import {
   isRecoverable,
   makeSeverityPolicy,
   rateFailures,
-  severityOf
+  severityOf,
+  severityPolicyFromOptions
 } from "../../../src/verifier/index.js"
 
 const f = (type: string) => makeFailure(type, "m")
@@ -81,18 +82,21 @@ describe("severity", () => {
   it("reads severity_labels and severity_policy from the [verifier] section with Keylime's defaults and JSON text", () => {
     const d = Either.getOrThrow(resolveSection("verifier", { env: {} })).values
     expect(d.severity_labels).toEqual(["info", "notice", "warning", "error", "critical", "alert", "emergency"])
-    expect(d.severity_policy).toEqual([{ event_id: ".*", severity_label: "emergency" }])
+    const defaults = Either.getOrThrow(severityPolicyFromOptions(d))
+    expect(defaults.rules.map((r) => r.label.name)).toEqual(["emergency"])
     const v = Either.getOrThrow(
       resolveSection("verifier", {
         env: {
           ATTEST_VERIFIER_SEVERITY_LABELS: `["low", "high"]`,
+          // Keylime's verifier.conf spelling, a space before the colon included.
           ATTEST_VERIFIER_SEVERITY_POLICY: `[{"event_id": "ima.*", "severity_label" : "low"}]`
         }
       })
     ).values
-    const p = Either.getOrThrow(makeSeverityPolicy(v.severity_labels, v.severity_policy))
+    const p = Either.getOrThrow(severityPolicyFromOptions(v))
     expect(severityOf(p, "ima.pcr_mismatch")).toEqual({ name: "low", level: 0 })
-    const bad = resolveSection("verifier", { env: { ATTEST_VERIFIER_SEVERITY_POLICY: `[{"event_id": 5}]` } })
-    expect(Either.isLeft(bad) && bad.left.problems[0]).toMatchObject({ section: "verifier", option: "severity_policy" })
+    expect(severityOf(p, "pcr_validation.invalid_pcr_7")).toEqual({ name: "high", level: 1 })
+    const bad = severityPolicyFromOptions({ ...v, severity_policy: `[{"event_id": 5}]` })
+    expect(Either.isLeft(bad) && bad.left.message).toMatch(/^\[verifier\] severity_policy: must be a JSON list of \{"event_id", "severity_label"\}/)
   })
 })
