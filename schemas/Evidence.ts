@@ -20,12 +20,6 @@ export const Failure = Schema.Struct({
 }).annotations({ identifier: "Failure" })
 export type Failure = typeof Failure.Type
 
-/** `message` comes first in the context, as in Keylime's (its JSON text is compared by clients). */
-export const makeFailure = (type: string, message: string, facts: Readonly<Record<string, unknown>> = {}): Failure => ({
-  type,
-  context: { message, ...facts, ...(facts["message"] === undefined ? {} : { message }) }
-})
-
 // --- verify/evidence and verify/identity (spec §2.5, §4.1; keylime-wire.md §1.4) -----------------
 
 /** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/evidenceRequest.ts). */
@@ -85,3 +79,9 @@ export const VerifyIdentityResult = Schema.Union(
   Schema.Struct({ valid: Schema.Literal(0), reason: Schema.String })
 ).annotations({ identifier: "VerifyIdentityResult" })
 export type VerifyIdentityResult = typeof VerifyIdentityResult.Type
+
+/** `message` comes first in the context, as in Keylime's (its JSON text is compared by clients). */
+export const makeFailure = (type: string, message: string, facts: Readonly<Record<string, unknown>> = {}): Failure => ({
+  type,
+  context: { message, ...facts, ...(facts["message"] === undefined ? {} : { message }) }
+})
