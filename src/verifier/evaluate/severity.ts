@@ -129,11 +129,13 @@ export const severityOf = (policy: SeverityPolicy, eventId: string): SeverityLab
 
 /**
  * Keylime's recoverability, by component: a failure of the quote itself, of its algorithms or of
- * the request (`qoute_validation.*`, `internal.*`, `default.*`, `tee_attestation.*`) ends the checks
- * early and is irrecoverable; PCR, IMA and measured-boot findings are recoverable.
+ * the request (`qoute_validation.*`, `internal.*`, `default.*`, TEE evidence: Keylime's
+ * `tee_attestation.*`, src/tee's `tee.*`) ends the checks early and is irrecoverable; PCR, IMA and
+ * measured-boot findings are recoverable.
  */
-export const isRecoverable = (type: string): boolean =>
-  !(type.startsWith("qoute_validation.") || type.startsWith("internal.") || type.startsWith("default.") || type.startsWith("tee_attestation."))
+const IRRECOVERABLE = ["qoute_validation.", "internal.", "default.", "tee_attestation.", "tee."]
+
+export const isRecoverable = (type: string): boolean => !IRRECOVERABLE.some((p) => type.startsWith(p))
 
 export interface RatedFailure {
   readonly failure: Failure
