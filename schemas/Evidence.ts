@@ -20,9 +20,70 @@ export const Failure = Schema.Struct({
 }).annotations({ identifier: "Failure" })
 export type Failure = typeof Failure.Type
 
+// --- verify/evidence and verify/identity (spec §2.5, §4.1; keylime-wire.md §1.4) -----------------
+
+/** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/evidenceRequest.ts). */
+export const VerifyEvidenceRequest = Schema.Struct({
+  type: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+}).annotations({ identifier: "VerifyEvidenceRequest" })
+export type VerifyEvidenceRequest = typeof VerifyEvidenceRequest.Type
+
+/**
+ * `data` of a `tpm` request. Every field optional here: a missing one is a `default.missing_param`
+ * failure in Keylime's order, not a decode error. `mb_log` is the name Keylime reads for the binary
+ * boot log (base64); the spec calls it `mb_list`, which is accepted too.
+ */
+export const TpmEvidenceData = Schema.Struct({
+  quote: Schema.optional(Schema.String),
+  nonce: Schema.optional(Schema.String),
+  hash_alg: Schema.optional(Schema.String),
+  tpm_ek: Schema.optional(Schema.String),
+  tpm_ak: Schema.optional(Schema.String),
+  tpm_policy: Schema.optional(Schema.String),
+  runtime_policy: Schema.optional(Schema.String),
+  mb_policy: Schema.optional(Schema.String),
+  ima_measurement_list: Schema.optional(Schema.String),
+  mb_log: Schema.optional(Schema.String),
+  mb_list: Schema.optional(Schema.String)
+}).annotations({ identifier: "TpmEvidenceData" })
+export type TpmEvidenceData = typeof TpmEvidenceData.Type
+
+/** Result of verify/evidence from API 2.5: boolean `valid`; `claims` echo the submitted data when valid (`{}` otherwise). */
+export const VerifyEvidenceResult = Schema.Struct({
+  valid: Schema.Boolean,
+  claims: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  failures: Schema.Array(Failure)
+}).annotations({ identifier: "VerifyEvidenceResult" })
+export type VerifyEvidenceResult = typeof VerifyEvidenceResult.Type
+
+/** Result of verify/evidence in API 2.4 (experimental): integer `valid`, no claims. */
+export const VerifyEvidenceResultV24 = Schema.Struct({
+  valid: Schema.Literal(0, 1),
+  failures: Schema.Array(Failure)
+}).annotations({ identifier: "VerifyEvidenceResultV24" })
+export type VerifyEvidenceResultV24 = typeof VerifyEvidenceResultV24.Type
+
+/** GET verify/identity query; every parameter is required (checked in this order, with Keylime's texts). */
+export const VerifyIdentityQuery = Schema.Struct({
+  agent_uuid: Schema.optional(Schema.String),
+  quote: Schema.optional(Schema.String),
+  nonce: Schema.optional(Schema.String),
+  hash_alg: Schema.optional(Schema.String)
+}).annotations({ identifier: "VerifyIdentityQuery" })
+export type VerifyIdentityQuery = typeof VerifyIdentityQuery.Type
+
+/** `{valid: 1}`, or `{valid: 0, reason}` where reason is the failure contexts as JSON text joined with "; " (a string, as Keylime). */
+export const VerifyIdentityResult = Schema.Union(
+  Schema.Struct({ valid: Schema.Literal(1) }),
+  Schema.Struct({ valid: Schema.Literal(0), reason: Schema.String })
+).annotations({ identifier: "VerifyIdentityResult" })
+export type VerifyIdentityResult = typeof VerifyIdentityResult.Type
+
+/** `message` comes first in the context, as in Keylime's (its JSON text is compared by clients). */
 export const makeFailure = (type: string, message: string, facts: Readonly<Record<string, unknown>> = {}): Failure => ({
   type,
-  context: { ...facts, message }
+  context: { message, ...facts, ...(facts["message"] === undefined ? {} : { message }) }
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  * Failures are values with Keylime's type strings; nothing here throws.
  */
 import { Effect, Either } from "effect"
+import type { Failure } from "../../schemas/Evidence.js"
 import type { HashAlg } from "../tpm/hashAlg.js"
 import type { PcrValues } from "../tpm/Tpm.js"
 import { parseEventLog, parseEventLogBase64, type EventLog } from "./eventLog.js"
@@ -12,11 +13,11 @@ import { type MbPolicy, MbPolicyRegistry } from "./policy.js"
 import { bootAggregates, type BootAggregates, replayPcrs } from "./replay.js"
 import { toHex } from "./text.js"
 
-export interface MbFailure {
-  /** Keylime event id, e.g. `measured_boot.invalid_pcr_4`, `measured_boot.policy_example`. */
-  readonly type: string
-  readonly context: { readonly message: string; readonly [key: string]: unknown }
-}
+/**
+ * A measured-boot failure is the one attestation Failure (schemas/Evidence.ts); its type is a
+ * Keylime event id, e.g. `measured_boot.invalid_pcr_4`, `measured_boot.policy_example`.
+ */
+export type MbFailure = Failure
 
 export interface MbEvaluation {
   readonly failures: ReadonlyArray<MbFailure>

@@ -43,6 +43,18 @@ export const verifierSection = {
   retry_interval: seconds(2, "base of the retry backoff when an agent is unreachable (seconds)"),
   exponential_backoff: boolean(true, "retry_interval^n backoff instead of a fixed delay"),
   max_retries: integer(5, "retries before an unreachable agent is marked failed", { min: 0 }),
+  // --- the evidence evaluator (src/verifier/evaluate) ---
+  severity_labels: stringList(
+    ["info", "notice", "warning", "error", "critical", "alert", "emergency"],
+    "severity labels of attestation failures, lowest first; the last is the maximum (reaching it stops polling)"
+  ),
+  severity_policy: string(
+    `[{"event_id": ".*", "severity_label": "emergency"}]`,
+    "JSON list of {event_id: regular expression over the whole failure type, severity_label}; first match wins, none = the maximum"
+  ),
+  measured_boot_policy_name: string("accept-all", "measured-boot policy judging reference states: accept-all, reject-all, example"),
+  measured_boot_evaluate: literal(["once", "always"], "once", "judge the boot log by the measured-boot policy on the first attestation only, or on every one"),
+  ignore_tomtou_errors: boolean(false, "Keylime's option: when true, ToMToU IMA entries are reported as ima.validation.tomtou (its code reads it inverted)"),
   request_timeout: seconds(60, "timeout of requests to agents (seconds)"),
   ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),

@@ -3,6 +3,7 @@
  * including its spellings ("ima.validator.ima-sig", "qoute_validation").
  */
 import { Schema } from "effect"
+import { Failure } from "../../schemas/Evidence.js"
 
 export const FailureType = {
   parserEntry: "ima.parser.entry",
@@ -18,9 +19,13 @@ export const FailureType = {
   invalidImaEntryNb: "qoute_validation.invalid_ima_entry_nb"
 } as const
 
-/** `{ type, context: { message, ... } }` as Keylime reports it (verify/evidence `failures` items). */
+/**
+ * `{ type, context: { message, ... } }` as Keylime reports it (verify/evidence `failures` items): the
+ * one attestation Failure (schemas/Evidence.ts) whose context may also name the entry and the file,
+ * so every ImaFailure is a Failure.
+ */
 export const ImaFailure = Schema.Struct({
-  type: Schema.String,
+  type: Failure.fields.type,
   context: Schema.Struct({
     message: Schema.String,
     /** 1-based entry number in the agent's whole list (offset + position), when the failure is about one entry. */

@@ -1,0 +1,187 @@
+/**
+ * `evaluateEvidence`: the one judgement of evidence that the pull loop, push attestations and
+ * `verify/evidence` share. Pure and synchronous; Keylime's order (keylime-wire.md §3.3, §6):
+ * NK present → algorithm gates → IMA start entry → quote → clock → PCR checks (boot-log parse,
+ * PCR 16 binding, IMA, tpm_policy, measured boot, missing PCRs). A failure of the quote or of
+ * what precedes it ends the evaluation (nothing after it could be trusted); PCR findings are
+ * all collected.
+ */
+import { type Failure, makeFailure } from "../../../schemas/Evidence.js"
+import { decideStart, type ImaState } from "../../ima/state.js"
+import type { VerifiedQuote } from "../../tpm/verifyQuote.js"
+import { gateAlgorithms } from "./algorithms.js"
+import { clockProblem, storedClockOf } from "./clock.js"
+import { clockValidation, VerifierFailureType, noPubkey, unusedImaPcr } from "./failures.js"
+import { runIma } from "./ima.js"
+import { runMeasuredBoot } from "./measuredBoot.js"
+import { checkNkBinding, checkTpmPolicy } from "./pcrs.js"
+import { checkQuote } from "./quote.js"
+import { rateFailures } from "./severity.js"
+import { type EvaluationState, initialEvaluationState } from "./state.js"
+import { IMA_PCR } from "./tpmPolicy.js"
+import type { AgentPolicy, Claims, Evaluation, Evidence, TeeEvidence, TpmClaims, TpmEvidence } from "./types.js"
+
+const verdict = (
+  policy: AgentPolicy,
+  failures: ReadonlyArray<Failure>,
+  nextState: EvaluationState,
+  claims: Claims | undefined,
+  restart = false,
+  nkChanged = false
+): Evaluation => ({ failures, severity: rateFailures(policy.options.severity, failures), nextState, claims, restart, nkChanged })
+
+const hexRecord = (values: ReadonlyMap<number, Uint8Array> | undefined): Record<string, string> => {
+  const out: Record<string, string> = {}
+  if (values !== undefined) for (const [p, v] of values) out[p] = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")
+  return out
+}
+
+/** One literal (absent parts undefined, which JSON leaves out): built on every round. */
+const claimsOf = (
+  ev: TpmEvidence,
+  q: VerifiedQuote,
+  bank: ReadonlyMap<number, Uint8Array> | undefined,
+  hash: string,
+  ima: TpmClaims["ima"],
+  bootAggregates: TpmClaims["boot_aggregates"]
+): TpmClaims => ({
+  type: "tpm",
+  hash_alg: hash,
+  enc_alg: ev.enc_alg,
+  sign_alg: ev.sign_alg,
+  pcrs: hexRecord(bank),
+  clock: {
+    clock: q.clockInfo.clock.toString(),
+    reset_count: q.clockInfo.resetCount,
+    restart_count: q.clockInfo.restartCount,
+    safe: q.clockInfo.safe
+  },
+  ima,
+  boot_aggregates: bootAggregates
+})
+
+/** The stored algorithms object when unchanged (the usual case), so nothing new is allocated for it. */
+const algorithmsOf = (prior: EvaluationState["alg"], hash: string, enc: string, sign: string): EvaluationState["alg"] =>
+  prior.hash === hash && prior.enc === enc && prior.sign === sign ? prior : { hash, enc, sign }
+
+const present = (s: string | null | undefined): s is string => s !== undefined && s !== null && s !== ""
+
+const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {
+  const opts = policy.options
+  const failures: Array<Failure> = []
+
+  // 1. The NK: sent with full quotes, otherwise the one of the last accepted quote.
+  const received = present(ev.pubkey) ? ev.pubkey : undefined
+  const nk = received ?? prior.nk ?? undefined
+  if (opts.bindNk && nk === undefined) {
+    failures.push(noPubkey())
+    return verdict(policy, failures, prior, undefined)
+  }
+
+  // 2. Algorithm gates.
+  const gated = gateAlgorithms(ev.hash_alg, ev.enc_alg, ev.sign_alg, policy.accept)
+  if ("type" in gated) {
+    failures.push(gated)
+    return verdict(policy, failures, prior, undefined)
+  }
+  const alg = algorithmsOf(prior.alg, gated.hash, ev.enc_alg ?? "", ev.sign_alg ?? "")
+
+  // 3. Where the IMA list starts against the stored progress (Keylime decides this before the quote).
+  const start = decideStart(prior.ima, ev.ima_measurement_list_entry ?? 0, ev.boottime)
+  if (start._tag === "Reject") failures.push(start.failure)
+
+  // 4. The quote. Nothing below may be trusted without it.
+  const q = checkQuote(policy.ak, ev.quote, ev.nonce, gated.hash, gated.scheme)
+  if (q._tag === "Left") {
+    failures.push(q.left)
+    return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined)
+  }
+  const quote = q.right
+
+  // 5. The TPM clock against the last accepted quote.
+  if (opts.checkClock) {
+    const problem = clockProblem(prior.clock, quote.clockInfo)
+    if (problem !== undefined) {
+      failures.push(clockValidation(problem))
+      return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined)
+    }
+  }
+  const bank = quote.pcrs.find((b) => b.hash === gated.hash)?.values
+
+  // The agent rebooted: its list restarts, so ask again from entry 0; nothing is judged or counted.
+  // Its NK may be new too: forgetting the stored one makes the next quote a full one.
+  if (start._tag === "Retry") {
+    const claims = claimsOf(ev, quote, bank, gated.hash, undefined, undefined)
+    return verdict(policy, failures, { ...prior, ima: start.state, nk: null, clock: storedClockOf(quote.clockInfo), alg }, claims, true)
+  }
+
+  // 6. PCRs of the hash_alg bank.
+  const judgeBoot = opts.measuredBootEvaluate === "always" || prior.count === 0
+  const mb = runMeasuredBoot(ev.mb_measurement_list, gated.hash, bank, policy.measuredBoot, judgeBoot)
+  for (const f of mb.parseFailures) failures.push(f)
+
+  if (opts.bindNk) {
+    const f = checkNkBinding(bank, gated.hash, nk!)
+    if (f !== undefined) failures.push(f)
+  }
+
+  let ima: ImaState = start.state
+  let imaClaims: TpmClaims["ima"]
+  const quotedPcr10 = bank?.get(IMA_PCR)
+  if (quotedPcr10 !== undefined) {
+    const list = ev.ima_measurement_list
+    if (list === undefined || list === null) failures.push(unusedImaPcr())
+    else if (start._tag === "Continue") {
+      const r = runIma({
+        list,
+        startEntry: ev.ima_measurement_list_entry ?? 0,
+        state: prior.ima,
+        policy: policy.runtimePolicy,
+        bank: gated.hash,
+        quotedPcr10,
+        bootAggregates: mb.aggregates,
+        keyring: policy.imaKeyring,
+        bootTime: ev.boottime,
+        reportTomtou: opts.reportTomtou
+      })
+      for (const f of r.failures) failures.push(f)
+      ima = r.state
+      imaClaims = { entries: r.entries, matched: r.matchedEntries, next_entry: r.state.nextEntry }
+    }
+  }
+
+  const missing: Array<Failure> = []
+  checkTpmPolicy(bank, policy.tpmPolicy, opts.bindNk, failures, missing)
+  for (const f of mb.failures) failures.push(f)
+  for (const f of missing) failures.push(f)
+
+  const claims = claimsOf(ev, quote, bank, gated.hash, imaClaims, mb.bootAggregates)
+  if (failures.length > 0) return verdict(policy, failures, { ...prior, ima, alg }, claims)
+  const nextState: EvaluationState = {
+    ima,
+    nk: nk ?? prior.nk,
+    clock: storedClockOf(quote.clockInfo),
+    count: prior.count + 1,
+    alg
+  }
+  return verdict(policy, failures, nextState, claims, false, received !== undefined && received !== prior.nk)
+}
+
+const evaluateTee = (ev: TeeEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {
+  if (policy.verifyTee === undefined) {
+    const f = makeFailure(VerifierFailureType.teeInvalid, "TEE evidence cannot be verified: this verifier has no TEE verifier")
+    return verdict(policy, [f], prior, undefined)
+  }
+  const r = policy.verifyTee(ev.data)
+  const failures =
+    r.valid || r.failures.length > 0 ? r.failures : [makeFailure(VerifierFailureType.teeInvalid, "the TEE verifier found the evidence invalid")]
+  const valid = r.valid && failures.length === 0
+  return verdict(policy, failures, valid ? { ...prior, count: prior.count + 1 } : prior, { type: "tee", claims: r.claims })
+}
+
+/**
+ * Judges one attestation's evidence against the agent's compiled policy, from the state the
+ * previous verdict left (`initialEvaluationState` for the first, and always for `verify/evidence`).
+ */
+export const evaluateEvidence = (evidence: Evidence, policy: AgentPolicy, prior: EvaluationState = initialEvaluationState): Evaluation =>
+  evidence._tag === "tpm" ? evaluateTpm(evidence, policy, prior) : evaluateTee(evidence, policy, prior)

@@ -1,0 +1,13 @@
+/** The evidence evaluator: one pure judgement for the pull loop, push attestations and verify/evidence. */
+export * from "./algorithms.js"
+export * from "./clock.js"
+export * from "./evaluate.js"
+export * from "./failures.js"
+export { emptyCompiledPolicy } from "./ima.js"
+export { isEmptyRefState } from "./measuredBoot.js"
+export * from "./pcrs.js"
+export * from "./quote.js"
+export * from "./severity.js"
+export * from "./state.js"
+export * from "./tpmPolicy.js"
+export * from "./types.js"

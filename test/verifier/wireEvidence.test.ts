@@ -1,0 +1,146 @@
+/**
+ * Wire compatibility of the verify/evidence and verify/identity request logic: every `ver-evidence-*`
+ * and `ver-identity-*` exchange captured from the real Keylime verifier
+ * (`vectors/keylime-wire/verifier.jsonl`, inputs from `vectors/keylime/generated/swtpm-quote-1/`) is fed
+ * to the pure functions, and the status and envelope they lead to must equal Keylime's, except for
+ * the reviewed DIFFERENCES below. The HTTP layer's own answers (malformed JSON, wrong method) and
+ * the agent lookup of verify/identity are outside these functions: listed in HTTP_LAYER and stood
+ * in for by a one-agent table.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import type { Failure } from "../../schemas/Evidence.js"
+import { acceptAllPolicy } from "../../src/boot/policy.js"
+import { type ApiVersion, parseVersion } from "../../src/http/versions.js"
+import {
+  defaultSeverityPolicy,
+  inputErrorResults,
+  parseIdentityQuery,
+  verifyEvidenceRequest,
+  verifyIdentity
+} from "../../src/verifier/index.js"
+import { readVector, readVectorText } from "../support/vectors.js"
+
+interface WireRecord {
+  readonly id: string
+  readonly api_version: string
+  readonly request: { readonly method: string; readonly query?: Record<string, string>; readonly body?: unknown }
+  readonly response: { readonly status: number; readonly body: unknown }
+  readonly upstream_bug?: boolean
+}
+
+const records = readVectorText("keylime-wire", "verifier.jsonl")
+  .split("\n")
+  .filter((l) => l.trim().length > 0)
+  .map((l) => JSON.parse(l) as WireRecord)
+  .filter((r) => r.id.startsWith("ver-evidence-") || r.id.startsWith("ver-identity-"))
+
+/** The verifier's agents in the capture: `...c00011` was added with the vector's AK. */
+const AGENTS: Readonly<Record<string, Uint8Array>> = {
+  "d432fbb3-d2f1-4a97-9ef7-75bd81c00011": readVector("keylime", "generated", "swtpm-quote-1", "ak.pub")
+}
+
+const ctx = { severity: defaultSeverityPolicy, measuredBootPolicy: acceptAllPolicy, reportTomtou: false }
+
+interface Answer {
+  readonly status: number
+  readonly body: { readonly code: number; readonly status: string; readonly results: unknown }
+}
+
+const envelope = (status: number, text: string, results: unknown): Answer => ({ status, body: { code: status, status: text, results } })
+
+const answerEvidence = (body: unknown, version: ApiVersion): Answer =>
+  Either.match(verifyEvidenceRequest(body, version, ctx), {
+    onLeft: (e) => envelope(400, e.message, inputErrorResults(e, version)),
+    onRight: (a) => envelope(200, "Success", a.results)
+  })
+
+const answerIdentity = (query: Record<string, string>): Answer =>
+  Either.match(parseIdentityQuery(query), {
+    onLeft: (e) => envelope(400, e.message, {}),
+    onRight: (req) => {
+      const ak = AGENTS[req.agent_uuid]
+      // The HTTP layer's lookup: an unknown agent is 404 "agent id not found".
+      return ak === undefined ? envelope(404, "agent id not found", {}) : envelope(200, "Success", verifyIdentity(ak, req))
+    }
+  })
+
+/** Exchanges whose answer is the HTTP layer's, not these functions'. */
+const HTTP_LAYER: Readonly<Record<string, string>> = {
+  "ver-evidence-malformed": "malformed JSON: the body decoder answers 400 before the request logic runs",
+  "ver-evidence-get": "GET on a POST route: the router answers 405",
+  "ver-identity-post": "POST on a GET route: the router answers 405"
+}
+
+type Results = { readonly valid: unknown; readonly claims?: unknown; readonly failures?: ReadonlyArray<Failure> }
+
+const IMA_MESSAGE =
+  "attest's IMA engine adds the entry number to Keylime's message and `line`/`path` to the context (src/ima/verify.ts); type and order are Keylime's"
+
+/**
+ * The reviewed differences, by exchange id: why, and the check attest's answer must pass instead of
+ * equality. Everything else must be identical.
+ */
+const DIFFERENCES: Readonly<Record<string, { readonly reason: string; readonly check: (attest: Answer, keylime: Answer) => void }>> = {
+  "ver-evidence-wrong-ak": {
+    reason:
+      "UPSTREAM BUG: Keylime answers valid: true for a quote checked with the EK as AK (an empty InvalidSignature message read as success). attest never calls a quote valid whose signature it could not verify: the EK is no restricted signing key, so the AK is refused",
+    check: (a) => {
+      expect(a.status).toBe(200)
+      const r = a.body.results as Results
+      expect(r.valid).toBe(false)
+      expect(r.claims).toEqual({})
+      expect(r.failures!.map((f) => f.type)).toEqual(["qoute_validation.quote_validation"])
+      expect(r.failures![0]!.context["message"]).toBe("Quote data validation")
+      expect(String(r.failures![0]!.context["error"])).toMatch(/^the AK cannot verify quotes: the AK is not a restricted signing key/)
+    }
+  },
+  "ver-evidence-ok-no-runtime-policy": { reason: IMA_MESSAGE, check: (a, k) => sameFailuresLoosely(a, k) },
+  "ver-evidence-policy-fail": { reason: IMA_MESSAGE, check: (a, k) => sameFailuresLoosely(a, k) },
+  "ver-evidence-ok-pcr-only": {
+    reason: "attest's `ima.pcr_mismatch` message names the bank of the PCR value (sha256:<hex>) (src/ima/verify.ts)",
+    check: (a, k) => sameFailuresLoosely(a, k)
+  }
+}
+
+/** Same status, valid, claims and failure types; each attest message contains Keylime's detail (the path or PCR value). */
+const sameFailuresLoosely = (a: Answer, k: Answer) => {
+  expect(a.status).toBe(k.status)
+  const ar = a.body.results as Results
+  const kr = k.body.results as Results
+  expect(ar.valid).toEqual(kr.valid)
+  expect(ar.claims).toEqual(kr.claims)
+  expect(ar.failures!.map((f) => f.type)).toEqual(kr.failures!.map((f) => f.type))
+  ar.failures!.forEach((f, i) => {
+    const km = String(kr.failures![i]!.context["message"])
+    const detail = km.slice(km.lastIndexOf(" ") + 1) // the path, or the PCR value
+    expect(f.context.message).toContain(detail)
+    expect(f.context.message.startsWith(km.slice(0, km.lastIndexOf(" ")))).toBe(true)
+  })
+}
+
+describe("verify/evidence and verify/identity against Keylime's captured exchanges", () => {
+  it("covers every ver-evidence and ver-identity exchange of the capture", () => {
+    expect(records.length).toBe(31)
+  })
+
+  for (const r of records) {
+    const note = HTTP_LAYER[r.id]
+    if (note !== undefined) {
+      it.skip(`${r.id}: ${note}`, () => {})
+      continue
+    }
+    const diff = DIFFERENCES[r.id]
+    it(`${r.id} ${diff === undefined ? "gives Keylime's status and body" : "differs deliberately: " + diff.reason.split(":")[0]}`, () => {
+      const version = parseVersion(r.api_version)!
+      const attest = r.id.startsWith("ver-identity-") ? answerIdentity(r.request.query ?? {}) : answerEvidence(r.request.body, version)
+      const keylime: Answer = { status: r.response.status, body: r.response.body as Answer["body"] }
+      if (diff !== undefined) {
+        expect(r.upstream_bug === true).toBe(r.id === "ver-evidence-wrong-ak")
+        diff.check(attest, keylime)
+      } else {
+        expect(attest).toEqual(keylime)
+      }
+    })
+  }
+})
