@@ -20,8 +20,8 @@ export const VerifierFailureType = {
   missingParam: "default.missing_param",
   missingPolicy: "default.missing_policy",
   invalidParam: "default.invalid_param",
-  teeMissingParam: "tee_attestation.missing_param",
-  teeInvalid: "tee_attestation.invalid.tee"
+  teeMissingParam: "tee.missing_param",
+  teeInvalid: "tee.invalid.tee"
 } as const
 
 /** The text Keylime gives a nonce mismatch (its identity/evidence answers carry it verbatim). */
