@@ -83,6 +83,10 @@ export const RegistrarText = {
   notActivated: (id: string) => `Agent with ID '${id}' has not been activated`,
   badAuthTag: (tag: string, id: string) =>
     `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent has been deleted from the database and will need to be restarted to reattempt registration`,
+  /** attest's own: an active registration is never deleted by an unauthenticated activation. */
+  badAuthTagActive: (tag: string, id: string) =>
+    `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent's active registration is unchanged`,
+  raced: (id: string) => `Agent with ID '${id}' registered again during activation; activate the newest blob`,
   deepQuote:
     "Deep quotes (vactivate, for TPM 1.2 virtual TPMs) are not supported: attest registers TPM 2.0 agents only; use PUT /agents/<id>/activate"
 } as const

@@ -2,8 +2,8 @@
  * Handlers of the registrar API: each states its operation class (spec §5.6) to the authorization
  * provider, then calls the domain service.
  */
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { BadRequest } from "../../schemas/Envelope.js"
 import { authorize } from "../http/authorization.js"
 import type { VersionSet } from "../http/versions.js"
@@ -16,7 +16,10 @@ export const RegistrarHttpLive = (versions: VersionSet) =>
       const registrar = yield* Registrar
       const activate = ({ path, payload }: { path: { agent_id: string }; payload: { auth_tag: string } }) =>
         authorize("activate_registration", "public").pipe(
-          Effect.zipRight(registrar.activate(path.agent_id, payload.auth_tag)),
+          Effect.zipRight(HttpServerRequest.HttpServerRequest),
+          Effect.flatMap((request) =>
+            registrar.activate(path.agent_id, payload.auth_tag, Option.getOrElse(request.remoteAddress, () => "(unknown address)"))
+          ),
           Effect.as({})
         )
       return handlers

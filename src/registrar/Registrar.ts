@@ -83,26 +83,53 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
           return yield* new Forbidden({ message: RegistrarText.differentIdentity })
         }
         if (outcome._tag === "Missing") return yield* new Forbidden({ message: RegistrarText.concurrent(agentId) })
-        yield* Effect.logInfo(`Agent ${agentId} re-registered (regcount ${outcome.regcount}), awaiting activation`)
+        yield* Effect.logInfo(
+          outcome._tag === "Staged"
+            ? `Agent ${agentId} re-registered while active: staged until activation, the active record is unchanged`
+            : `Agent ${agentId} re-registered (regcount ${outcome.regcount}), awaiting activation`
+        )
       }
       return { blob: toBase64(challenge.right.blob) }
     })
 
-    const activate = Effect.fn("Registrar.activate")(function*(agentId: string, authTag: string) {
-      const row = yield* repo.find(agentId).pipe(Effect.mapError(internal))
-      if (Option.isNone(row)) return yield* new NotFound({ message: RegistrarText.notFound(agentId) })
-      if (!authTagMatches(authTag, row.value.challenge_key, agentId)) {
-        // Keylime removes the registration: the agent must start over with a fresh challenge
-        yield* repo.remove(agentId).pipe(Effect.mapError(internal))
-        yield* Effect.logWarning(`Agent ${agentId} failed activation (auth_tag mismatch); registration deleted`)
+    /**
+     * Activation (public: anyone may call it). A matching auth_tag activates a first registration or
+     * promotes a staged re-registration. A wrong one deletes only a first registration that was
+     * never activated (Keylime's behaviour); an active record and its staged re-registration are
+     * left as they are (a stale or forged tag cannot cancel the agent's own re-registration), and
+     * the attempt is logged with the caller's address.
+     */
+    const activate = Effect.fn("Registrar.activate")(function*(agentId: string, authTag: string, caller: string) {
+      const found = yield* repo.find(agentId).pipe(Effect.mapError(internal))
+      if (Option.isNone(found)) return yield* new NotFound({ message: RegistrarText.notFound(agentId) })
+      const row = found.value
+      const refused = Effect.zipRight(
+        Effect.logWarning(`Agent ${agentId}: activation with a wrong auth_tag from ${caller} refused; the active registration is unchanged`),
+        Effect.fail(new BadRequest({ message: RegistrarText.badAuthTagActive(authTag, agentId) }))
+      )
+
+      if (row.pending_challenge_key !== null) {
+        const pendingKey = row.pending_challenge_key
+        if (!authTagMatches(authTag, pendingKey, agentId)) return yield* refused
+        const promoted = yield* repo.promote(agentId, pendingKey).pipe(Effect.mapError(internal))
+        if (Option.isNone(promoted)) return yield* new BadRequest({ message: RegistrarText.raced(agentId) })
+        yield* Effect.logInfo(`Agent ${agentId} re-registration activated (regcount ${promoted.value}); contact data replaced`)
+        return
+      }
+      if (row.active) {
+        // nothing staged: the tag of the activation already done is accepted again, anything else refused
+        if (!authTagMatches(authTag, row.challenge_key, agentId)) return yield* refused
+        return
+      }
+      if (!authTagMatches(authTag, row.challenge_key, agentId)) {
+        // Keylime removes a first registration: the agent must start over with a fresh challenge
+        const removed = yield* repo.removeUnactivated(agentId, row.challenge_key).pipe(Effect.mapError(internal))
+        if (!removed) return yield* refused
+        yield* Effect.logWarning(`Agent ${agentId} failed activation (auth_tag mismatch, from ${caller}); registration deleted`)
         return yield* new BadRequest({ message: RegistrarText.badAuthTag(authTag, agentId) })
       }
-      const done = yield* repo.activate(agentId, row.value.challenge_key).pipe(Effect.mapError(internal))
-      if (!done) {
-        return yield* new BadRequest({
-          message: `Agent with ID '${agentId}' registered again during activation; activate the newest blob`
-        })
-      }
+      const done = yield* repo.activate(agentId, row.challenge_key).pipe(Effect.mapError(internal))
+      if (!done) return yield* new BadRequest({ message: RegistrarText.raced(agentId) })
       yield* Effect.logInfo(`Agent ${agentId} activated`)
     })
 

@@ -5,8 +5,10 @@
  */
 import m0001 from "./0001_attest_meta.js"
 import m0002 from "./0002_registrar_agents.js"
+import m0003 from "./0003_registrar_pending.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
-  "0002_registrar_agents": m0002
+  "0002_registrar_agents": m0002,
+  "0003_registrar_pending": m0003
 } as const
