@@ -11,6 +11,7 @@ import { createHash } from "node:crypto"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Option } from "effect"
+import { serverTlsPolicy } from "../http/tlsPolicy.js"
 import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
 import { BootstrapKeys, make as makeKeys } from "./BootstrapKeys.js"
@@ -126,7 +127,8 @@ const start = (o: AgentOptions) =>
       ca: o.trustedClientCa,
       requestCert: true,
       rejectUnauthorized: true,
-      keepAliveTimeout: 30_000
+      keepAliveTimeout: 30_000,
+      ...serverTlsPolicy
     })
     const server = yield* NodeHttpServer.make(() => node, { host: o.host, port: o.port })
     yield* server.serve(app)

@@ -19,6 +19,7 @@ import {
   originalRequestLine
 } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
+import { serverTlsPolicy } from "./tlsPolicy.js"
 import { currentApiVersion, matchVersionPrefix, type VersionSet } from "./versions.js"
 
 export interface TlsFiles {
@@ -72,7 +73,8 @@ const makeNodeServer = (options: ListenerOptions): http.Server =>
       // the handshake succeeds without a (valid) certificate; each operation's authorization decides
       requestCert: options.tls.clientCa !== undefined,
       rejectUnauthorized: false,
-      keepAliveTimeout: 5000
+      keepAliveTimeout: 5000,
+      ...serverTlsPolicy
     })
 
 const splitUrl = (url: string): { readonly path: string; readonly query: string } => {
