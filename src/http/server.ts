@@ -1,16 +1,20 @@
 /**
  * The server platform shared by registrar, verifier and agent: one HttpApi app served on any number
  * of listeners (plain HTTP and/or HTTPS with optional client certificates), each started on a
- * configurable address and stopped with its scope. In front of the app: the body-size limit, the
- * version prefix, trailing-slash normalisation and the envelope for every answer.
+ * configurable address and stopped with its scope. In front of the app: the body read once within
+ * its byte and JSON-depth limits (src/http/body.ts), the version prefix, trailing-slash
+ * normalisation and the envelope for every answer, including requests node's parser refuses
+ * (src/http/clientError.ts).
  */
 import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Either, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { StatusText } from "../../schemas/Envelope.js"
+import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
+import { answerClientErrors } from "./clientError.js"
 import {
   currentMaxBodyBytes,
   envelopeDefects,
@@ -43,6 +47,8 @@ export interface PlatformOptions {
   /** Paths served without a version prefix, e.g. `/version`. */
   readonly unversioned: ReadonlyArray<string>
   readonly maxBodyBytes: number
+  /** Deepest JSON nesting accepted in a body (default DEFAULT_MAX_JSON_DEPTH). */
+  readonly maxJsonDepth?: number
   readonly listeners: ReadonlyArray<ListenerOptions>
 }
 
@@ -63,8 +69,8 @@ export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
 /** 1 MiB: registrations and activations are a few KiB; verifier policies set their own larger limit. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
-const makeNodeServer = (options: ListenerOptions): http.Server =>
-  options.tls === undefined
+const makeNodeServer = (options: ListenerOptions): http.Server => {
+  const server = options.tls === undefined
     ? http.createServer({ keepAliveTimeout: 5000 })
     : https.createServer({
       key: options.tls.key,
@@ -76,6 +82,9 @@ const makeNodeServer = (options: ListenerOptions): http.Server =>
       keepAliveTimeout: 5000,
       ...serverTlsPolicy
     })
+  answerClientErrors(server)
+  return server
+}
 
 const splitUrl = (url: string): { readonly path: string; readonly query: string } => {
   const i = url.indexOf("?")
@@ -86,16 +95,28 @@ const splitUrl = (url: string): { readonly path: string; readonly query: string 
 export const platformMiddleware = (options: PlatformOptions, listener: Listener) => {
   const unversioned = new Set(options.unversioned)
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
+    const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const route = (request: HttpServerRequest.HttpServerRequest, rawPath: string, query: string) =>
       Effect.gen(function*() {
-        const length = request.headers["content-length"]
-        if (length !== undefined && Number(length) > options.maxBodyBytes) {
-          return envelopeResponse(413, StatusText.tooLarge(options.maxBodyBytes))
+        // the body is read (bounded in bytes and JSON depth) before routing: nothing decodes a refused one
+        let body: string | undefined
+        if (hasBody(request)) {
+          const read = yield* Effect.either(readBoundedBody(request, limits))
+          if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
+          body = read.right
+        }
+        const withUrl = <E, R>(app: HttpApp.Default<E, R>, url: string) => {
+          const modified = request.modify({ url })
+          return Effect.provideService(
+            app,
+            HttpServerRequest.HttpServerRequest,
+            body === undefined ? modified : withBodyText(modified, body)
+          )
         }
         // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
         const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
         if (unversioned.has(path)) {
-          return yield* withUrl(app, request, path + query)
+          return yield* withUrl(app, path + query)
         }
         const match = matchVersionPrefix(path, options.versions)
         switch (match._tag) {
@@ -110,7 +131,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
               )
             )
           case "Versioned":
-            return yield* withUrl(app, request, match.rest + query).pipe(
+            return yield* withUrl(app, match.rest + query).pipe(
               Effect.locally(currentApiVersion, match.version)
             )
         }
@@ -129,12 +150,6 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
     ) as HttpApp.Default<never, R>
   }
 }
-
-const withUrl = <E, R>(
-  app: HttpApp.Default<E, R>,
-  request: HttpServerRequest.HttpServerRequest,
-  url: string
-) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ url }))
 
 /**
  * Serves the HttpApi built by the layers in context on every listener of `options`. Needs the
