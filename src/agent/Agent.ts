@@ -11,6 +11,7 @@ import { createHash } from "node:crypto"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Option } from "effect"
+import { answerClientErrors } from "../http/clientError.js"
 import { serverTlsPolicy } from "../http/tlsPolicy.js"
 import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
@@ -48,6 +49,8 @@ export interface AgentOptions {
   readonly ak?: AkOptions
   readonly retry?: RetryPolicy
   readonly versions?: ReadonlyArray<string>
+  /** Largest request body; default DEFAULT_MAX_BODY_BYTES (1 MiB), as the registrar. */
+  readonly maxBodyBytes?: number
 }
 
 export interface RunningAgentShape {
@@ -110,7 +113,12 @@ const start = (o: AgentOptions) =>
     const ctx = Context.make(AgentIdentity, identity).pipe(Context.add(BootstrapKeys, keys), Context.add(Tpm, tpm), Context.add(MeasurementSource, source))
     const quotes = yield* makeQuotes.pipe(Effect.provide(ctx))
     const versions = o.versions ?? AGENT_API_VERSIONS
-    const app = yield* makeAgentApp({ versions, revocationCert: o.revocationCert, revocationCertFile: o.revocationCertFile }).pipe(
+    const app = yield* makeAgentApp({
+      versions,
+      revocationCert: o.revocationCert,
+      revocationCertFile: o.revocationCertFile,
+      ...(o.maxBodyBytes === undefined ? {} : { maxBodyBytes: o.maxBodyBytes })
+    }).pipe(
       Effect.provide(Context.add(ctx, Quotes, quotes))
     )
 
@@ -130,6 +138,7 @@ const start = (o: AgentOptions) =>
       keepAliveTimeout: 30_000,
       ...serverTlsPolicy
     })
+    answerClientErrors(node)
     const server = yield* NodeHttpServer.make(() => node, { host: o.host, port: o.port })
     yield* server.serve(app)
     const port = (node.address() as AddressInfo).port

@@ -7,7 +7,9 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
+import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody } from "../http/body.js"
 import { envelopeResponse } from "../http/envelope.js"
+import { DEFAULT_MAX_BODY_BYTES } from "../http/server.js"
 import { type ApiVersion, parseVersion } from "../http/versions.js"
 import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
 import { AgentRequestError, badRequest } from "./errors.js"
@@ -21,6 +23,9 @@ export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "
 
 export interface AgentHttpOptions {
   readonly versions?: ReadonlyArray<string>
+  /** Largest request body (default: the registrar's DEFAULT_MAX_BODY_BYTES) and deepest JSON nesting. */
+  readonly maxBodyBytes?: number
+  readonly maxJsonDepth?: number
   /** PEM of the certificate that signs revocation messages; unset: messages are logged unchecked. */
   readonly revocationCert?: string | undefined
   /** Or a file read when a notification arrives (Keylime's default arrives with the payload). */
@@ -42,9 +47,12 @@ const methodNotAllowed = (message: string, allow?: string) =>
 const fromEither = <A>(e: Either.Either<A, AgentRequestError>): Effect.Effect<A, AgentRequestError> =>
   Either.match(e, { onLeft: (l) => Effect.fail(l), onRight: (r) => Effect.succeed(r) })
 
-const jsonBody = <A, I>(request: HttpServerRequest.HttpServerRequest, schema: Schema.Schema<A, I>) =>
-  request.json.pipe(
-    Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message ?? "invalid JSON"}`)),
+/** The body was read (within its limits) before dispatch; an absent body parses as JSON `null`. */
+const jsonBody = <A, I>(text: string | undefined, schema: Schema.Schema<A, I>) =>
+  Effect.try({
+    try: (): unknown => (text === undefined || text === "" ? null : JSON.parse(text)),
+    catch: (e) => badRequest(`Json deserialize error: ${e instanceof Error ? e.message : "invalid JSON"}`)
+  }).pipe(
     Effect.flatMap((body) =>
       Schema.decodeUnknown(schema)(body).pipe(
         Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message.split("\n").slice(-1)[0]?.trim() ?? "invalid body"}`))
@@ -66,7 +74,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       version: ApiVersion,
       segments: ReadonlyArray<string>,
       query: Query,
-      request: HttpServerRequest.HttpServerRequest
+      body: string | undefined
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, AgentRequestError> => {
       const [scope, leaf, ...more] = segments
       const exact = more.length === 0
@@ -93,10 +101,10 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
             )
           }
           if (method === "POST" && leaf === "ukey" && exact) {
-            return jsonBody(request, UKeyBody).pipe(Effect.flatMap(keys.ukey), Effect.as(ok({})))
+            return jsonBody(body, UKeyBody).pipe(Effect.flatMap(keys.ukey), Effect.as(ok({})))
           }
           if (method === "POST" && leaf === "vkey" && exact) {
-            return jsonBody(request, VKeyBody).pipe(Effect.flatMap(keys.vkey), Effect.as(ok({})))
+            return jsonBody(body, VKeyBody).pipe(Effect.flatMap(keys.vkey), Effect.as(ok({})))
           }
           return method === "GET"
             ? Effect.fail(badRequest("URI not supported, only /pubkey and /verify are supported for GET in /keys interface"))
@@ -121,7 +129,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
             : Effect.succeed(methodNotAllowed("Method is not supported in /quotes/ interface"))
         case "notifications":
           if (method === "POST" && leaf === "revocation" && exact) {
-            return jsonBody(request, RevocationBody).pipe(
+            return jsonBody(body, RevocationBody).pipe(
               Effect.flatMap((body) => Effect.flatMap(revocationCertOf(options), (cert) => fromEither(checkRevocation(body, cert)))),
               Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
               Effect.tap(({ event, signed }) =>
@@ -145,8 +153,16 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       }
     }
 
+    const limits = { maxBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const app: HttpApp.Default = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // read once, bounded in bytes and JSON depth, before any route looks at it (as the registrar)
+      let body: string | undefined
+      if (hasBody(request)) {
+        const read = yield* Effect.either(readBoundedBody(request, limits))
+        if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
+        body = read.right
+      }
       const url = new URL(request.url, "https://agent")
       const method = request.method
       const path = url.pathname
@@ -169,7 +185,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       if (version === undefined) return envelopeResponse(400, `API version not supported: v${requested}`)
       const rest = (m[2] ?? "").replace(/\/+$/, "")
       const segments = rest === "" ? [] : rest.split("/")
-      return yield* scoped(method, version, segments, query, request).pipe(
+      return yield* scoped(method, version, segments, query, body).pipe(
         Effect.catchAll((e) => Effect.succeed(fail(e)))
       )
     }).pipe(
