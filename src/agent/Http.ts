@@ -8,7 +8,7 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { Effect, Either, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody } from "../http/body.js"
-import { envelopeResponse } from "../http/envelope.js"
+import { describeParseError, envelopeResponse } from "../http/envelope.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/server.js"
 import { type ApiVersion, parseVersion } from "../http/versions.js"
 import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
@@ -55,7 +55,7 @@ const jsonBody = <A, I>(text: string | undefined, schema: Schema.Schema<A, I>) =
   }).pipe(
     Effect.flatMap((body) =>
       Schema.decodeUnknown(schema)(body).pipe(
-        Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message.split("\n").slice(-1)[0]?.trim() ?? "invalid body"}`))
+        Effect.mapError((e) => badRequest(`Json deserialize error: ${describeParseError(e)}`))
       )
     )
   )
