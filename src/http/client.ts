@@ -50,6 +50,8 @@ export interface RawResponse {
   readonly status: number
   readonly contentType: string
   readonly body: string
+  /** Response headers, lower-case names (repeated ones joined with ", "). */
+  readonly headers: Readonly<Record<string, string>>
 }
 
 export interface RawRequest {
@@ -90,6 +92,9 @@ export const rawRequest = (req: RawRequest): Effect.Effect<RawResponse, HttpTran
         resume(Effect.succeed({
           status: res.statusCode ?? 0,
           contentType: String(res.headers["content-type"] ?? ""),
+          headers: Object.fromEntries(
+            Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v ?? "")])
+          ),
           body: Buffer.concat(chunks).toString("utf8")
         })))
     })

@@ -6,7 +6,7 @@
  * normalisation and the envelope for every answer, including requests node's parser refuses
  * (src/http/clientError.ts).
  */
-import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import * as http from "node:http"
@@ -91,6 +91,15 @@ const splitUrl = (url: string): { readonly path: string; readonly query: string 
   return i === -1 ? { path: url, query: "" } : { path: url.slice(0, i), query: url.slice(i) }
 }
 
+/** Seconds a client is asked to wait after a 503 (a database or dependency momentarily down). */
+export const RETRY_AFTER_SECONDS = 2
+
+/** Every 503 says when to come back. */
+export const withRetryAfter = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
+  response.status === 503 && response.headers["retry-after"] === undefined
+    ? HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS))
+    : response
+
 /** Version prefix, body limit and envelope around the app, per listener. */
 export const platformMiddleware = (options: PlatformOptions, listener: Listener) => {
   const unversioned = new Set(options.unversioned)
@@ -144,6 +153,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
       )
     }).pipe(
       envelopeDefects,
+      Effect.map(withRetryAfter),
       Effect.locally(currentListener, listener),
       Effect.locally(currentMaxBodyBytes, options.maxBodyBytes),
       HttpServerRequest.withMaxBodySize(Option.some(options.maxBodyBytes))

@@ -7,7 +7,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentId } from "../../schemas/Common.js"
-import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE } from "../../schemas/Envelope.js"
+import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE, ServiceUnavailableE } from "../../schemas/Envelope.js"
 import {
   ActivateRequest,
   AgentList,
@@ -65,10 +65,12 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .setPayload(VactivateRequest)
       .addSuccess(Envelope(Empty))
   )
-  // every operation can be refused (authorization, bad input) or fail internally (database)
+  // every operation can be refused (authorization, bad input) or fail internally (database), or
+  // find the database momentarily unreachable (503 with Retry-After)
   .addError(BadRequestE)
   .addError(ForbiddenE)
   .addError(InternalErrorE)
+  .addError(ServiceUnavailableE)
 {}
 
 export class RegistrarApi extends HttpApi.make("registrar").add(RegistrarAgents) {}
@@ -86,6 +88,7 @@ export const RegistrarText = {
   /** attest's own: an active registration is never deleted by an unauthenticated activation. */
   badAuthTagActive: (tag: string, id: string) =>
     `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent's active registration is unchanged`,
+  unavailable: "The registrar database is unavailable at the moment; retry later",
   raced: (id: string) => `Agent with ID '${id}' registered again during activation; activate the newest blob`,
   deepQuote:
     "Deep quotes (vactivate, for TPM 1.2 virtual TPMs) are not supported: attest registers TPM 2.0 agents only; use PUT /agents/<id>/activate"

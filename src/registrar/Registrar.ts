@@ -4,7 +4,7 @@
  * envelope errors the HTTP layer answers with; every change is logged with the agent id.
  */
 import { Context, Effect, Either, Option } from "effect"
-import { BadRequest, Forbidden, InternalError, NotFound } from "../../schemas/Envelope.js"
+import { BadRequest, Forbidden, InternalError, NotFound, ServiceUnavailable } from "../../schemas/Envelope.js"
 import type { AgentRecord, RegisterRequest } from "../../schemas/Registrar.js"
 import { toBase64 } from "../../schemas/Common.js"
 import { type TrustStore, validateChain } from "../pki/chain.js"
@@ -30,7 +30,9 @@ export class RegistrarSettings extends Context.Tag("attest/registrar/RegistrarSe
 >() {}
 
 const badData = (e: InvalidRegistration) => new BadRequest({ message: `${RegistrarText.invalidData}: ${e.message}` })
-const internal = (e: RepoError) => new InternalError({ message: e.message })
+/** A database that stayed unreachable after the retry is a 503 (come back later), anything else a 500. */
+const internal = (e: RepoError) =>
+  e.transient ? new ServiceUnavailable({ message: RegistrarText.unavailable }) : new InternalError({ message: e.message })
 
 export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Registrar", {
   dependencies: [RegistrarRepo.Default],

@@ -7,12 +7,14 @@
  * A re-registration of an active agent is staged in the `pending_*` columns; the active columns
  * change only when that challenge is answered (`promote`). Every write is one conditional UPDATE
  * or DELETE naming the challenge it was decided on, so a registration racing an activation on
- * either backend ends in one consistent row, never a mix of two registrations.
+ * either backend ends in one consistent row, never a mix of two registrations. A statement that
+ * fails because the database was momentarily unreachable is tried once more (src/db/transient.ts).
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Data, Effect, Option, Schema } from "effect"
 import { Base64 } from "../../schemas/Common.js"
 import { DbBoolean, DbInteger } from "../db/dialect.js"
+import { isTransientSqlError, retryTransient } from "../db/transient.js"
 
 export class RegistrationRow extends Schema.Class<RegistrationRow>("RegistrationRow")({
   agent_id: Schema.String,
@@ -44,6 +46,8 @@ export interface RegistrationData {
 export class RepoError extends Data.TaggedError("RepoError")<{
   readonly operation: string
   readonly message: string
+  /** The database was momentarily unreachable (still so after one retry): worth trying again later. */
+  readonly transient: boolean
   readonly cause?: unknown
 }> {}
 
@@ -66,12 +70,13 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const fail = (operation: string) => (cause: SqlError.SqlError | unknown) =>
-      new RepoError({ operation, message: `registrar database: ${operation} failed`, cause })
+      new RepoError({ operation, message: `registrar database: ${operation} failed`, transient: isTransientSqlError(cause), cause })
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
     const find = Effect.fn("RegistrarRepo.find")(function*(agentId: string) {
       const rows = yield* sql`SELECT ${sql.literal(COLUMNS)} FROM registrar_agents WHERE agent_id = ${agentId}`.pipe(
+        retryTransient,
         Effect.mapError(fail("find"))
       )
       if (rows.length === 0) return Option.none<RegistrationRow>()
@@ -83,7 +88,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
       const at = yield* now
       const rows = yield* sql`INSERT INTO registrar_agents ${
         sql.insert({ ...data, active: 0, regcount: 1, registered_at: at, updated_at: at })
-      } ON CONFLICT (agent_id) DO NOTHING RETURNING agent_id`.pipe(Effect.mapError(fail("insert")))
+      } ON CONFLICT (agent_id) DO NOTHING RETURNING agent_id`.pipe(retryTransient, Effect.mapError(fail("insert")))
       return changed(rows)
     })
 
@@ -101,7 +106,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
           ekcert = ${data.ekcert}, ip = ${data.ip}, port = ${data.port}, mtls_cert = ${data.mtls_cert},
           challenge_key = ${data.challenge_key}, regcount = regcount + 1, updated_at = ${at}
         WHERE ${same} AND active = 0
-        RETURNING regcount`.pipe(Effect.mapError(fail("re-register")))
+        RETURNING regcount`.pipe(retryTransient, Effect.mapError(fail("re-register")))
       if (replaced.length > 0) {
         return { _tag: "Replaced", regcount: Number((replaced[0] as { regcount: unknown }).regcount) } as ReRegistration
       }
@@ -109,7 +114,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
           pending_challenge_key = ${data.challenge_key}, pending_ekcert = ${data.ekcert}, pending_ip = ${data.ip},
           pending_port = ${data.port}, pending_mtls_cert = ${data.mtls_cert}, pending_at = ${at}
         WHERE ${same} AND active = 1
-        RETURNING agent_id`.pipe(Effect.mapError(fail("stage re-registration")))
+        RETURNING agent_id`.pipe(retryTransient, Effect.mapError(fail("stage re-registration")))
       if (changed(staged)) return { _tag: "Staged" } as ReRegistration
       const existing = yield* find(data.agent_id)
       return (Option.isSome(existing) ? { _tag: "DifferentIdentity" } : { _tag: "Missing" }) as ReRegistration
@@ -119,6 +124,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
     const activate = Effect.fn("RegistrarRepo.activate")(function*(agentId: string, challengeKey: string) {
       const rows = yield* sql`UPDATE registrar_agents SET active = 1, updated_at = ${yield* now}
         WHERE agent_id = ${agentId} AND active = 0 AND challenge_key = ${challengeKey} RETURNING agent_id`.pipe(
+        retryTransient,
         Effect.mapError(fail("activate"))
       )
       return changed(rows)
@@ -131,6 +137,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
           challenge_key = pending_challenge_key, regcount = regcount + 1, updated_at = ${yield* now},
           ${sql.literal(CLEAR_PENDING)}
         WHERE agent_id = ${agentId} AND pending_challenge_key = ${pendingKey} RETURNING regcount`.pipe(
+        retryTransient,
         Effect.mapError(fail("promote re-registration"))
       )
       return rows.length > 0 ? Option.some(Number((rows[0] as { regcount: unknown }).regcount)) : Option.none<number>()
@@ -140,6 +147,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
     const removeUnactivated = Effect.fn("RegistrarRepo.removeUnactivated")(function*(agentId: string, challengeKey: string) {
       const rows = yield* sql`DELETE FROM registrar_agents
         WHERE agent_id = ${agentId} AND active = 0 AND challenge_key = ${challengeKey} RETURNING agent_id`.pipe(
+        retryTransient,
         Effect.mapError(fail("delete"))
       )
       return changed(rows)
@@ -148,6 +156,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
     /** Admin delete: whatever the state. */
     const remove = Effect.fn("RegistrarRepo.remove")(function*(agentId: string) {
       const rows = yield* sql`DELETE FROM registrar_agents WHERE agent_id = ${agentId} RETURNING agent_id`.pipe(
+        retryTransient,
         Effect.mapError(fail("delete"))
       )
       return changed(rows)
@@ -156,6 +165,7 @@ export class RegistrarRepo extends Effect.Service<RegistrarRepo>()("attest/regis
     /** Every registered id, activated or not (Keylime lists both), in code-unit order on both backends. */
     const listIds = Effect.fn("RegistrarRepo.listIds")(function*() {
       const rows = yield* sql<{ agent_id: string }>`SELECT agent_id FROM registrar_agents`.pipe(
+        retryTransient,
         Effect.mapError(fail("list"))
       )
       return rows.map((r) => String(r.agent_id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
