@@ -1,6 +1,6 @@
 /**
  * The pull agent at start (spec §4.3, DESIGN "Data flow: pull model"): read EK and EK certificate,
- * load or create the AK (kept in the data dir), make the NK, reset PCR 16 and extend the NK's digest into it,
+ * load or create the AK and the NK (both kept in the data dir), reset PCR 16 and extend the NK's digest into it,
  * listen on HTTPS with client certificates from the trusted CA required at the handshake (as
  * rust-keylime, which refuses the TLS connection), register and activate with the registrar
  * (retrying while it is unreachable), then serve until the scope closes.
@@ -20,6 +20,7 @@ import { AGENT_API_VERSIONS, makeAgentApp } from "./Http.js"
 import { AgentIdentity, type AgentIdentityShape } from "./Identity.js"
 import { MeasurementSource } from "./measurements/MeasurementSource.js"
 import type { PayloadOptions } from "./payload.js"
+import { loadOrCreateNk } from "./nkStore.js"
 import { DATA_PCR, make as makeQuotes, Quotes } from "./Quotes.js"
 import { register, type RetryPolicy } from "./Registration.js"
 import { loadState, saveState } from "./state.js"
@@ -92,7 +93,9 @@ const start = (o: AgentOptions) =>
     yield* Effect.logInfo(Option.isSome(reused) ? `loaded the AK from ${o.dataDir}` : `created a new AK (${ak.options.alg}, ${ak.options.scheme}, ${ak.options.hash})`)
     yield* saveState(o.dataDir, agentId, ak.saved)
 
-    const keys = yield* makeKeys({ agentId, payload: o.payload })
+    // the NK survives restarts too: a verifier holding it keeps matching PCR 16 (Keylime asks for partial quotes)
+    const nk = yield* loadOrCreateNk(o.dataDir)
+    const keys = yield* makeKeys({ agentId, payload: o.payload, nk })
     // PCR 16 = H(0 ‖ H(NK PEM)) binds the NK to every quote (Keylime `TPM_DATA_PCR`). It is reset
     // first (a debug PCR, resettable at locality 0): after an agent restart without a TPM reset it
     // still holds the previous NK's extension, and quotes would not bind this NK.

@@ -1,7 +1,7 @@
 /**
  * The agent's bootstrap-key state (rust-keylime `keys_handler`): the NK, the U and V halves received
- * so far, and K once U xor V matches the auth_tag. Everything is held in memory only. When K is
- * found and a payload came with U, it is decrypted and delivered.
+ * so far, and K once U xor V matches the auth_tag. When K is found and a payload came with U, it is
+ * decrypted and delivered. U, V and K live in memory only; the NK is kept by src/agent/nkStore.ts.
  */
 import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
 import {
@@ -57,11 +57,13 @@ const fromEither = <A>(e: Either.Either<A, AgentRequestError>) => Either.match(e
 export interface BootstrapKeysOptions {
   readonly agentId: string
   readonly payload: PayloadOptions
+  /** The agent's NK (kept in its data directory); a fresh one when left out (tests). */
+  readonly nk?: Nk
 }
 
 export const make = (options: BootstrapKeysOptions) =>
   Effect.gen(function*() {
-    const nk = yield* generateNkAsync()
+    const nk = options.nk ?? (yield* generateNkAsync())
     const state = yield* Ref.make<State>({ us: [], vs: [], tag: Option.none(), payload: Option.none(), k: Option.none() })
     const lock = yield* Effect.makeSemaphore(1)
 
