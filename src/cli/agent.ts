@@ -2,7 +2,7 @@
  * `attest agent [--config file] [--tpm tpm2-tools|simulator] [--tcti …] [--measurements system|simulated]`:
  * the pull agent on the options of the `[agent]` section. A real TPM through tpm2-tools and this
  * machine's securityfs measurements by default; the simulator (with a simulated machine) only when
- * asked, and then it says so loudly.
+ * asked, and then it says so loudly, naming what is simulated (the TPM, the measurements, or both).
  */
 import { Command, Options } from "@effect/cli"
 import { NodeContext, NodeHttpClient } from "@effect/platform-node"
@@ -54,9 +54,20 @@ export const agentOptionsFromSection = (c: AgentSection) =>
     return options
   })
 
-const SIMULATED_WARNING =
-  "*** The TPM is SIMULATED (in-memory, attest's simulator) and the measurements come from a simulated machine: " +
-  "quotes prove nothing about this host. For a real TPM use --tpm tpm2-tools. ***"
+/** What is simulated, said once at start; nothing when the TPM and the measurements are this host's. */
+export const simulationWarnings = (tpm: "tpm2-tools" | "simulator", measurements: "system" | "simulated"): ReadonlyArray<string> =>
+  tpm === "simulator"
+    ? [
+      "*** The TPM is SIMULATED (in-memory, attest's simulator)" +
+      (measurements === "simulated" ? " and the measurements come from a simulated machine" : "") +
+      ": quotes prove nothing about this host. For a real TPM use --tpm tpm2-tools. ***"
+    ]
+    : measurements === "simulated"
+    ? [
+      "*** The measurements (IMA list, boot log) come from a SIMULATED machine extended into the TPM, " +
+      "not from this host's kernel and firmware: quotes are real, the measured system is not. ***"
+    ]
+    : []
 
 export const agentCommand = Command.make(
   "agent",
@@ -83,8 +94,9 @@ export const agentCommand = Command.make(
         try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
         catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
       })
-      const simulated = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system")) === "simulated"
-      if (tpm === "simulator" || simulated) yield* Effect.logWarning(SIMULATED_WARNING)
+      const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
+      const simulated = measured === "simulated"
+      for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
       const tpmLayer = tpm === "simulator"
         ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
         : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
