@@ -90,7 +90,9 @@ export const up = (o: UpOptions) =>
         }).pipe(
           Layer.provide(simulatedMachine({ name: `agent-${i + 1}` })),
           Layer.provide(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })),
-          Layer.provide(NodeHttpClient.layerUndici)
+          Layer.provide(NodeHttpClient.layerUndici),
+          // the agent annotates its own lines; this covers its TPM and machine too
+          Layer.annotateLogs("agent_id", agentId)
         )
         return Layer.build(layer).pipe(
           Effect.map((ctx) => Context.get(ctx, RunningAgent)),
@@ -115,8 +117,9 @@ export const up = (o: UpOptions) =>
   }).pipe(
     Effect.scoped,
     Effect.ensuring(Console.log("attest up: stopped")),
-    // the summary lines above are the interface; component logs only when something goes wrong
-    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Error)
+    // the summary lines above are the interface; component logs only for warnings (a revocation
+    // notice, a refused admin or activation: each naming its agent_id) and errors
+    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Warning)
   )
 
 export const upCommand = Command.make(
