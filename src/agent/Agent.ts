@@ -6,12 +6,12 @@
  * (retrying while it is unreachable), then serve until the scope closes.
  */
 import type { HttpClient } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { createHash } from "node:crypto"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Option } from "effect"
 import { answerClientErrors } from "../http/clientError.js"
+import { serveNode } from "../http/listen.js"
 import { serverTlsPolicy } from "../http/tlsPolicy.js"
 import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
@@ -143,7 +143,7 @@ const start = (o: AgentOptions) =>
         ...serverTlsPolicy
       })
       answerClientErrors(node)
-      const server = yield* NodeHttpServer.make(() => node, { host: o.host, port: o.port })
+      const server = yield* serveNode("agent", node, { host: o.host, port: o.port })
         yield* server.serve(Effect.annotateLogs(app, "agent_id", agentId))
       const port = (node.address() as AddressInfo).port
       const url = `https://${contactIp.includes(":") ? `[${contactIp}]` : contactIp}:${port}`

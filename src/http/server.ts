@@ -15,6 +15,7 @@ import type { AddressInfo } from "node:net"
 import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { answerClientErrors } from "./clientError.js"
+import { serveNode } from "./listen.js"
 import {
   currentMaxBodyBytes,
   envelopeDefects,
@@ -173,10 +174,7 @@ export const serveApi = (options: PlatformOptions) =>
       const bound = new Map<string, BoundListener>()
       for (const listenerOptions of options.listeners) {
         const nodeServer = makeNodeServer(listenerOptions)
-        const server = yield* NodeHttpServer.make(() => nodeServer, {
-          host: listenerOptions.host,
-          port: listenerOptions.port
-        })
+        const server = yield* serveNode(listenerOptions.name, nodeServer, { host: listenerOptions.host, port: listenerOptions.port })
         const listener: Listener = { name: listenerOptions.name, tls: listenerOptions.tls !== undefined }
         // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
         yield* server.serve(platformMiddleware(options, listener)(app))
