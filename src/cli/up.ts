@@ -2,7 +2,7 @@
  * `attest up`: everything in one process on embedded defaults, the first thing a new user runs.
  * A data directory (./.attest), a generated server components CA with an admin certificate, the
  * registrar on SQLite, and N agents on simulated TPMs and simulated machines that register and
- * activate. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every listener.
+ * activate; the simulated TPMs' manufacturer CA is written to tpm_cert_store/simulator-ca.pem. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every listener.
  * A second start reuses the directory: same CA, same TPMs, same agent ids.
  */
 import { revocationListOf } from "../pki/crl.js"
@@ -22,6 +22,9 @@ import { trustStoreOf } from "../pki/chain.js"
 import { RegistrarServerLive } from "../registrar/Server.js"
 import { DbLive } from "../../layers/Sql.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+
+/** Where `attest up` puts the simulated TPMs' manufacturer CA, inside its data directory. */
+export const SIMULATOR_CA_FILE = path.join("tpm_cert_store", "simulator-ca.pem")
 
 export interface UpOptions {
   readonly dataDir: string
@@ -51,6 +54,15 @@ export const up = (o: UpOptions) =>
     // revoked admins (attest ca revoke) stay locked out of the demo registrar too
     const caCrl = yield* loadCaCrl(caDir, new Uint8Array(new crypto.X509Certificate(caPem).raw))
     yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
+    // the simulated TPMs' manufacturer CA, for a tenant's (or Keylime's) EK trust store
+    const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
+    yield* Effect.try({
+      try: () => {
+        fs.mkdirSync(path.dirname(ekCaFile), { recursive: true, mode: 0o755 })
+        fs.writeFileSync(ekCaFile, simulatorManufacturerCa().pem, { mode: 0o644 })
+      },
+      catch: (e) => new Error(`cannot write ${ekCaFile}: ${e instanceof Error ? e.message : String(e)}`)
+    })
 
     const registrar = RegistrarServerLive({
       host: o.host,
@@ -69,6 +81,7 @@ export const up = (o: UpOptions) =>
       yield* Console.log(`registrar  ${https.url}  (admin API, mTLS)`)
       yield* Console.log(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
       yield* Console.log(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
+      yield* Console.log(`simulated TPM manufacturer CA ${ekCaFile} (for an EK trust store: tpm_cert_store, ek_ca_dir)`)
       return http.url
     })
 
