@@ -5,8 +5,6 @@
  * activate; the simulated TPMs' manufacturer CA is written to tpm_cert_store/simulator-ca.pem. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every listener.
  * A second start reuses the directory: same CA, same TPMs, same agent ids.
  */
-import { revocationListOf } from "../pki/crl.js"
-import { loadCaCrl } from "../pki/revoke.js"
 import { Command, Options } from "@effect/cli"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Logger, LogLevel, Option, Schema } from "effect"
@@ -19,6 +17,7 @@ import { AgentStateFile, STATE_FILE } from "../agent/state.js"
 import { BoundListeners } from "../http/server.js"
 import { CA_FILES, initCa } from "../pki/ca.js"
 import { trustStoreOf } from "../pki/chain.js"
+import { liveRevocations } from "../pki/liveRevocations.js"
 import { RegistrarServerLive } from "../registrar/Server.js"
 import { DbLive } from "../../layers/Sql.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
@@ -51,8 +50,14 @@ export const up = (o: UpOptions) =>
     yield* initCa({ dir: caDir })
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
     const caPem = read(CA_FILES.caCert)
-    // revoked admins (attest ca revoke) stay locked out of the demo registrar too
-    const caCrl = yield* loadCaCrl(caDir, new Uint8Array(new crypto.X509Certificate(caPem).raw))
+    // revoked admins (attest ca revoke, also while up runs) are locked out of the demo registrar too
+    const crlFile = path.join(caDir, CA_FILES.crl)
+    const clientRevocations = yield* liveRevocations({
+      file: crlFile,
+      trusted: trustStoreOf([new crypto.X509Certificate(caPem)], caDir),
+      ...(fs.existsSync(crlFile) ? { initial: new Uint8Array(fs.readFileSync(crlFile)) } : {}),
+      refreshInterval: "60 seconds"
+    })
     yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
     // the simulated TPMs' manufacturer CA, for a tenant's (or Keylime's) EK trust store
     const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
@@ -70,7 +75,7 @@ export const up = (o: UpOptions) =>
       tlsPort: o.registrarTlsPort,
       tls: { key: read(CA_FILES.serverKey), cert: read(CA_FILES.serverCert), clientCa: caPem },
       ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulated TPM manufacturer CA"),
-      ...(caCrl === undefined ? {} : { clientRevocations: revocationListOf([caCrl], path.join(caDir, CA_FILES.crl)) }),
+      clientRevocations,
       tpmIdentity: "default"
     }).pipe(Layer.provide(DbLive({ database_url: "", data_dir: path.join(dataDir, "registrar") }, "registrar")))
     const startRegistrar = Effect.gen(function*() {

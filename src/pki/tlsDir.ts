@@ -13,7 +13,8 @@ import * as path from "node:path"
 import { Effect, Either } from "effect"
 import { CA_FILES, DEFAULT_CA_DIR, initCa } from "./ca.js"
 import { type TrustStore, trustStoreOf } from "./chain.js"
-import { type Crl, loadVerifiedCrl, type RevocationList, revocationListOf } from "./crl.js"
+import { type RevocationList, revocationListOf } from "./crl.js"
+import { verifyAgainstTrusted } from "./liveRevocations.js"
 import { CaError, exists, readBytes, readText } from "./files.js"
 import { parseCertificates } from "./parse.js"
 
@@ -141,17 +142,8 @@ export const trustStoreOfMaterial = (m: TlsMaterial): Effect.Effect<TrustStore, 
 export const revocationListOfMaterial = (m: TlsMaterial, trusted: TrustStore): Effect.Effect<RevocationList | undefined, CaError> => {
   const crl = m.crl
   if (crl === undefined) return Effect.succeed(undefined)
-  let last = "no trusted client CA"
-  let verified: Crl | undefined
-  for (const anchor of trusted.anchors) {
-    const r = loadVerifiedCrl(crl.bytes, new Uint8Array(anchor.certificate.raw))
-    if (Either.isRight(r)) {
-      verified = r.right
-      break
-    }
-    last = r.left.reason
-  }
-  return verified === undefined
-    ? Effect.fail(new CaError({ message: `trusted_client_crl ${crl.file} cannot be used: ${last}`, file: crl.file }))
-    : Effect.succeed(revocationListOf([verified], crl.file))
+  return Either.match(verifyAgainstTrusted(crl.bytes, trusted), {
+    onLeft: (reason) => Effect.fail(new CaError({ message: `trusted_client_crl ${crl.file} cannot be used: ${reason}`, file: crl.file })),
+    onRight: (verified) => Effect.succeed(revocationListOf([verified], crl.file))
+  })
 }

@@ -12,7 +12,7 @@ import { DEFAULT_MAX_BODY_BYTES, serveApi, type TlsFiles } from "../http/server.
 import { V2_VERSIONS } from "../http/versions.js"
 import { isAdminCertificate } from "../pki/admin.js"
 import { type TrustStore, trustStoreOf } from "../pki/chain.js"
-import type { RevocationList } from "../pki/crl.js"
+import type { RevocationSource } from "../pki/liveRevocations.js"
 import { RegistrarApi } from "./Api.js"
 import { RegistrarHttpLive } from "./Http.js"
 import { EkTrustStore, Registrar, RegistrarSettings } from "./Registrar.js"
@@ -27,20 +27,21 @@ export interface RegistrarServerOptions {
   /** Server key and certificate; `clientCa` = PEM of trusted_client_ca. */
   readonly tls: TlsFiles & { readonly clientCa: string }
   readonly ekTrustStore: TrustStore
-  /** Verified CRLs of trusted_client_ca; absent = revocation is not checked. */
-  readonly clientRevocations?: RevocationList
+  /** The CRL of trusted_client_ca in force (read per request); absent = revocation is not checked. */
+  readonly clientRevocations?: RevocationSource
   readonly tpmIdentity: TpmIdentityPolicy
   readonly authorizationProvider?: string
   readonly maxBodyBytes?: number
 }
 
 /**
- * Admin check per request: pki's isAdminCertificate against trusted_client_ca and its CRL at Clock
- * time. A revoked certificate is logged as a warning (someone holds a withdrawn admin key).
+ * Admin check per request: pki's isAdminCertificate against trusted_client_ca and the CRL in force
+ * (reloaded live, src/pki/liveRevocations.ts) at Clock time. A revoked certificate is logged as a warning (someone holds a withdrawn admin key).
  */
-export const adminCheck = (trustedClientCa: TrustStore, revocations?: RevocationList) => (peer: { readonly der: Uint8Array }) =>
+export const adminCheck = (trustedClientCa: TrustStore, source?: RevocationSource) => (peer: { readonly der: Uint8Array }) =>
   Effect.gen(function*() {
     const now = new Date(yield* Clock.currentTimeMillis)
+    const revocations = source === undefined ? undefined : yield* source.current
     const admin = isAdminCertificate(peer.der, trustedClientCa, now, revocations)
     if (Either.isLeft(admin) && admin.left.reason === "revoked") {
       yield* Effect.logWarning("refused a revoked admin client certificate").pipe(

@@ -15,6 +15,7 @@ import { BoundListeners } from "../../src/http/server.js"
 import { issueAdmin } from "../../src/pki/ca.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { revocationListOf } from "../../src/pki/crl.js"
+import { staticRevocations } from "../../src/pki/liveRevocations.js"
 import { loadCaCrl, revokeAdmin } from "../../src/pki/revoke.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
@@ -44,7 +45,7 @@ const registrar = Layer.effect(
     tlsPort: 0,
     tls: { key: pki.serverKey, cert: pki.serverCert, clientCa: pki.caPem },
     ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA"),
-    clientRevocations: revocations,
+    clientRevocations: staticRevocations(revocations),
     tpmIdentity: "default"
   })),
   Layer.provide(sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-crl-")), "registrar.sqlite"))),
