@@ -64,11 +64,12 @@ const tagFor = (ak: Ak, blob: string, id: string) =>
     return authTagFor(yield* Effect.orDie(tpm.activateCredential(ak, file.right)), id)
   })
 
-const activate = (reg: RegistrarUnderTest, id: string, authTag: string, route: "put" | "post" | "legacy" = "put") =>
+const activate = (reg: RegistrarUnderTest, id: string, authTag: string, route: "put" | "post" | "legacy" = "put", port: "http" | "https" = "http") =>
   call(pki, reg, {
     method: route === "post" ? "POST" : "PUT",
     path: route === "legacy" ? `/v2.6/agents/${id}` : `/v2.6/agents/${id}/activate`,
-    port: "http",
+    port,
+    who: "none",
     json: { auth_tag: authTag }
   })
 
@@ -82,21 +83,21 @@ const suite = (db: () => Layer.Layer<SqlClient.SqlClient>) => {
   )
   const run = <A, E>(effect: Effect.Effect<A, E, TestRegistrar | Tpm>) => Effect.scoped(Effect.flatMap(Layer.build(env), (ctx) => Effect.provide(effect, ctx))).pipe(Effect.orDie)
 
-  it.live("refuses a wrong auth_tag on every activation route of an active agent and changes nothing", () =>
+  it.live("refuses a wrong auth_tag on every activation route of an active agent, on both listeners, and changes nothing", () =>
     run(Effect.gen(function*() {
       const reg = yield* TestRegistrar
       const id = "active-wrong-tag"
       yield* registerAndActivate(pki, reg, yield* Tpm, id)
       const before = yield* show(reg, id)
       expect(before.code).toBe(200)
-      for (const route of ["put", "post", "legacy"] as const) {
-        const r = yield* activate(reg, id, "ab".repeat(48), route)
-        expect(r.json, route).toEqual({
+      for (const [route, port] of [["put", "http"], ["post", "http"], ["legacy", "http"], ["put", "https"], ["legacy", "https"]] as const) {
+        const r = yield* activate(reg, id, "ab".repeat(48), route, port)
+        expect(r.json, `${route} on ${port}`).toEqual({
           code: 400,
           status: `Auth tag '${"ab".repeat(48)}' for agent '${id}' does not match expected value. The agent's active registration is unchanged`,
           results: {}
         })
-        expect(yield* show(reg, id), route).toEqual(before)
+        expect(yield* show(reg, id), `${route} on ${port}`).toEqual(before)
       }
       const warning = logged.find((l) => l.includes(`Agent ${id}: activation with a wrong auth_tag from `))
       expect(warning).toMatch(/from (::ffff:)?127\.0\.0\.1 refused/)
