@@ -7,12 +7,10 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { createHash } from "node:crypto"
-import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Option } from "effect"
-import { answerClientErrors } from "../http/clientError.js"
+import { nodeServer } from "../../layers/HttpServers.js"
 import { serveNode } from "../http/listen.js"
-import { serverTlsPolicy } from "../http/tlsPolicy.js"
 import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
 import { BootstrapKeys, make as makeKeys } from "./BootstrapKeys.js"
@@ -133,16 +131,11 @@ const start = (o: AgentOptions) =>
         names: [...new Set([contactIp, "127.0.0.1", "localhost"])],
         ...(o.serverCertIssuer ? { issuer: o.serverCertIssuer } : {})
       }))
-      const node = https.createServer({
-        key: tls.key,
-        cert: tls.cert,
-        ca: o.trustedClientCa,
-        requestCert: true,
-        rejectUnauthorized: true,
-        keepAliveTimeout: 30_000,
-        ...serverTlsPolicy
+      // rust-keylime refuses a client without a certificate from the trusted CA at the handshake
+      const node = nodeServer({
+        tls: { key: tls.key, cert: tls.cert, clientCa: o.trustedClientCa, requireClientCertificate: true },
+        keepAliveTimeoutMs: 30_000
       })
-      answerClientErrors(node)
       const server = yield* serveNode("agent", node, { host: o.host, port: o.port })
         yield* server.serve(Effect.annotateLogs(app, "agent_id", agentId))
       const port = (node.address() as AddressInfo).port

@@ -2,7 +2,7 @@
 import { Command } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
 import { ConfigSources, RegistrarConfig } from "../config/services.js"
-import { BoundListeners } from "../http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 import { configFileOption } from "./config.js"
 

@@ -14,12 +14,11 @@ import * as path from "node:path"
 import { layer as agentLayer, RunningAgent } from "../agent/Agent.js"
 import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
 import { AgentStateFile, STATE_FILE } from "../agent/state.js"
-import { BoundListeners } from "../http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
+import { sectionDefaults } from "../config/load.js"
+import { type RegistrarOptions, registrarSection } from "../config/sections.js"
 import { CA_FILES, initCa } from "../pki/ca.js"
-import { trustStoreOf } from "../pki/chain.js"
-import { liveRevocations } from "../pki/liveRevocations.js"
-import { RegistrarServerLive } from "../registrar/Server.js"
-import { DbLive } from "../../layers/Sql.js"
+import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 
 /** Where `attest up` puts the simulated TPMs' manufacturer CA, inside its data directory. */
@@ -42,6 +41,19 @@ const readAgentId = (dir: string): string => {
   return Either.isRight(decoded) ? decoded.right.agent_id : crypto.randomUUID()
 }
 
+/** The `[registrar]` section `attest up` runs its registrar with: everything under the data directory. */
+export const upRegistrarSection = (o: UpOptions, dataDir: string): RegistrarOptions =>
+  sectionDefaults(registrarSection, {
+    ip: o.host,
+    port: o.registrarPort,
+    tls_port: o.registrarTlsPort,
+    tls_dir: path.join(dataDir, "cv_ca"),
+    ca_dir: path.join(dataDir, "cv_ca"),
+    data_dir: path.join(dataDir, "registrar"),
+    database_url: "",
+    ek_ca_dir: path.dirname(path.join(dataDir, SIMULATOR_CA_FILE))
+  })
+
 export const up = (o: UpOptions) =>
   Effect.gen(function*() {
     const dataDir = path.resolve(o.dataDir)
@@ -50,14 +62,6 @@ export const up = (o: UpOptions) =>
     yield* initCa({ dir: caDir })
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
     const caPem = read(CA_FILES.caCert)
-    // revoked admins (attest ca revoke, also while up runs) are locked out of the demo registrar too
-    const crlFile = path.join(caDir, CA_FILES.crl)
-    const clientRevocations = yield* liveRevocations({
-      file: crlFile,
-      trusted: trustStoreOf([new crypto.X509Certificate(caPem)], caDir),
-      ...(fs.existsSync(crlFile) ? { initial: new Uint8Array(fs.readFileSync(crlFile)) } : {}),
-      refreshInterval: "60 seconds"
-    })
     yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
     // the simulated TPMs' manufacturer CA, for a tenant's (or Keylime's) EK trust store
     const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
@@ -69,15 +73,10 @@ export const up = (o: UpOptions) =>
       catch: (e) => new Error(`cannot write ${ekCaFile}: ${e instanceof Error ? e.message : String(e)}`)
     })
 
-    const registrar = RegistrarServerLive({
-      host: o.host,
-      port: o.registrarPort,
-      tlsPort: o.registrarTlsPort,
-      tls: { key: read(CA_FILES.serverKey), cert: read(CA_FILES.serverCert), clientCa: caPem },
-      ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulated TPM manufacturer CA"),
-      clientRevocations,
-      tpmIdentity: "default"
-    }).pipe(Layer.provide(DbLive({ database_url: "", data_dir: path.join(dataDir, "registrar") }, "registrar")))
+    // the registrar exactly as `attest registrar` runs it, from a [registrar] section: TLS from the
+    // CA directory (its CRL reloaded live, so `attest ca revoke` applies while up runs), EK trust
+    // store = the directory holding the simulator CA, SQLite under the data directory
+    const registrar = RegistrarFromConfig(upRegistrarSection(o, dataDir))
     const startRegistrar = Effect.gen(function*() {
       const bound = Context.get(yield* Layer.build(registrar), BoundListeners)
       const http = bound.get("registrar-http")!

@@ -49,6 +49,8 @@ export interface TlsMaterial {
   readonly files: { readonly key: string; readonly cert: string; readonly ca: ReadonlyArray<string> }
   /** DER or PEM of the client CAs' CRL (servers only); absent = no revocation checking. */
   readonly crl?: { readonly file: string; readonly bytes: Uint8Array }
+  /** Where the CRL is (or would be) for a server: watched, so one created later is picked up. */
+  readonly crlFile?: string
 }
 
 const resolveFile = (dir: string, value: string, fallback: string): string =>
@@ -92,8 +94,10 @@ export const resolveServerTls = Effect.fn("Tls.resolveServer")(function*(o: Serv
   const explicit = o.trustedClientCrl !== undefined && o.trustedClientCrl !== "" && o.trustedClientCrl !== "default"
   const crlFile = resolveFile(dir, o.trustedClientCrl ?? "default", CA_FILES.crl)
   // A named CRL must exist; the default one is optional (a CA directory from before revocation).
-  if (!explicit && !(yield* exists(crlFile))) return material as TlsMaterial
-  return { ...material, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } } satisfies TlsMaterial
+  const withoutCrl: TlsMaterial = { ...material, crlFile }
+  if (!explicit && !(yield* exists(crlFile))) return withoutCrl
+  const withCrl: TlsMaterial = { ...withoutCrl, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } }
+  return withCrl
 })
 
 export const resolveClientTls = Effect.fn("Tls.resolveClient")(function*(o: ClientTlsOptions) {

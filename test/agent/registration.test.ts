@@ -21,7 +21,7 @@ import { RegistrarServerLive } from "../../src/registrar/Server.js"
 import { verifyQuoteString } from "../../src/tpm/verifyQuote.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
-import { call, makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
+import { call, makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer, testServerTls } from "../registrar/harness.js"
 import { needsSwtpm } from "../support/requirements.js"
 import { freePort, SwtpmHarness } from "../support/swtpm.js"
 import { closeClients, request, RunningAgent, simulatedAgentLayer, tempDir } from "./support.js"
@@ -150,10 +150,9 @@ layer(RegistrarEnv(() => [simulatorCa]), { timeout: 120_000, excludeTestServices
         host: "127.0.0.1",
         port,
         tlsPort: 0,
-        tls: { key: pki.serverKey, cert: pki.serverCert, clientCa: pki.caPem },
         ekTrustStore: trustStoreOf([simulatorCa]),
         tpmIdentity: "default"
-      }).pipe(Layer.provide(sqliteLayer(join(dir, "late-registrar.sqlite"))))
+      }).pipe(Layer.provide(testServerTls(pki)), Layer.provide(sqliteLayer(join(dir, "late-registrar.sqlite"))))
       const registered = yield* Fiber.join(agent).pipe(Effect.provide(registrar))
       expect(registered._tag).toBe("Some")
     }))

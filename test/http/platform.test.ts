@@ -10,7 +10,7 @@ import * as http from "node:http"
 import { Envelope, NotFound, NotFoundE } from "../../schemas/Envelope.js"
 import { PortNumber } from "../../schemas/Common.js"
 import { rawRequest } from "../../src/http/client.js"
-import { BoundListeners, serveApi } from "../../src/http/server.js"
+import { BoundListeners, HttpServers } from "../../layers/HttpServers.js"
 import { currentApiVersion, formatVersion, V2_VERSIONS } from "../../src/http/versions.js"
 
 class Things extends HttpApiGroup.make("things")
@@ -43,7 +43,7 @@ const Handlers = HttpApiBuilder.group(TestApi, "things", (h) =>
 const LIMIT = 4096
 class Url extends Context.Tag("test/Url")<Url, string>() {}
 const env = Layer.effect(Url, Effect.map(BoundListeners, (b) => b.get("plain")!.url)).pipe(
-  Layer.provide(serveApi({
+  Layer.provide(HttpServers.layerWith({
     versions: V2_VERSIONS,
     unversioned: ["/version"],
     maxBodyBytes: LIMIT,
