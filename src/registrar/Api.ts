@@ -24,7 +24,7 @@ const AgentPath = Schema.Struct({ agent_id: AgentId })
 
 /** Activation is served on three method/route pairs (spec §5.6) with one contract. */
 const activation = <const Name extends string>(method: "PUT" | "POST", name: Name, path: HttpApiEndpoint.PathSegment) =>
-  HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty)).addError(NotFoundE)
+  HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty))
 
 export class RegistrarAgents extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
@@ -36,13 +36,11 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
     HttpApiEndpoint.get("show", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(AgentRecord))
-      .addError(NotFoundE)
   )
   .add(
     HttpApiEndpoint.del("remove", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(Empty))
-      .addError(NotFoundE)
   )
   .add(
     HttpApiEndpoint.post("register", "/agents/:agent_id")
@@ -65,10 +63,11 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .setPayload(VactivateRequest)
       .addSuccess(Envelope(Empty))
   )
-  // every operation can be refused (authorization, bad input) or fail internally (database), or
-  // find the database momentarily unreachable (503 with Retry-After)
+  // every operation can be refused (authorization, bad input), name an agent that is not there, fail
+  // internally (database), or find the database momentarily unreachable (503 with Retry-After)
   .addError(BadRequestE)
   .addError(ForbiddenE)
+  .addError(NotFoundE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
 {}
