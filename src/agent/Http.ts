@@ -11,12 +11,24 @@ import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody }
 import { describeParseError, envelopeResponse } from "../http/envelope.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { type ApiVersion, parseVersion } from "../http/versions.js"
-import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
+import {
+  AgentInfo,
+  AgentVersion,
+  IdentityQuote,
+  IntegrityQuote,
+  PubkeyResult,
+  RevocationNotice,
+  UKeyRequest,
+  VerifyResult,
+  VKeyRequest
+} from "../../schemas/Agent.js"
+import { Empty, Envelope } from "../../schemas/Envelope.js"
+import { BootstrapKeys } from "./BootstrapKeys.js"
 import { AgentRequestError, badRequest } from "./errors.js"
 import { AgentIdentity } from "./Identity.js"
 import { parseChallenge, parseIdentityQuery, parseIntegrityQuery, type Query } from "./queries.js"
 import { Quotes } from "./Quotes.js"
-import { checkRevocation, RevocationBody } from "./revocation.js"
+import { checkRevocation } from "./revocation.js"
 
 /** rust-keylime's SUPPORTED_API_VERSIONS plus 2.0 (spec §9: quotes and keys exist since 2.0). */
 export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
@@ -37,7 +49,22 @@ const revocationCertOf = (o: AgentHttpOptions): Effect.Effect<string | undefined
     ? Effect.succeed(o.revocationCert)
     : Effect.sync(() => (existsSync(o.revocationCertFile!) ? readFileSync(o.revocationCertFile!, "utf8") : undefined))
 
-const ok = (results: unknown) => envelopeResponse(200, "Success", results)
+/**
+ * A success envelope encoded with the endpoint's schema (schemas/Agent.ts, the same AgentApi
+ * clients decode with); a value that does not encode is a bug, answered 500 by the catch-all.
+ */
+const okWith = <A, I>(schema: Schema.Schema<A, I>) => {
+  const encode = Schema.encode(Envelope(schema))
+  return (value: A): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+    Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status: 200 }))
+}
+const okInfo = okWith(AgentInfo)
+const okVersion = okWith(AgentVersion)
+const okPubkey = okWith(PubkeyResult)
+const okVerify = okWith(VerifyResult)
+const okIdentity = okWith(IdentityQuote)
+const okIntegrity = okWith(IntegrityQuote)
+const okEmpty = okWith(Empty)
 const fail = (e: AgentRequestError) => envelopeResponse(e.status, e.message)
 const methodNotAllowed = (message: string, allow?: string) =>
   HttpServerResponse.unsafeJson({ code: 405, status: message, results: {} }, {
@@ -81,30 +108,30 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       switch (scope) {
         case "agent":
           if (method === "GET" && leaf === "info" && exact && (version.major > 2 || version.minor >= 2)) {
-            return Effect.succeed(ok({
+            return okInfo({
               agent_uuid: id.agentId,
               tpm_hash_alg: id.hashAlg,
               tpm_enc_alg: quotes.encAlgFor(version),
               tpm_sign_alg: id.signAlg,
               ak_handle: 0
-            }))
+            })
           }
           return method === "GET"
             ? Effect.fail(badRequest("URI not supported, only /info is supported for GET in /agent interface"))
             : Effect.succeed(methodNotAllowed("Method is not supported in /agent interface"))
         case "keys":
-          if (method === "GET" && leaf === "pubkey" && exact) return Effect.succeed(ok({ pubkey: keys.nk.publicPem }))
+          if (method === "GET" && leaf === "pubkey" && exact) return okPubkey({ pubkey: keys.nk.publicPem })
           if (method === "GET" && leaf === "verify" && exact) {
             return fromEither(parseChallenge(query)).pipe(
               Effect.flatMap(keys.verify),
-              Effect.map((hmac) => ok({ hmac }))
+              Effect.flatMap((hmac) => okVerify({ hmac }))
             )
           }
           if (method === "POST" && leaf === "ukey" && exact) {
-            return jsonBody(body, UKeyBody).pipe(Effect.flatMap(keys.ukey), Effect.as(ok({})))
+            return jsonBody(body, UKeyRequest).pipe(Effect.flatMap(keys.ukey), Effect.zipRight(okEmpty({})))
           }
           if (method === "POST" && leaf === "vkey" && exact) {
-            return jsonBody(body, VKeyBody).pipe(Effect.flatMap(keys.vkey), Effect.as(ok({})))
+            return jsonBody(body, VKeyRequest).pipe(Effect.flatMap(keys.vkey), Effect.zipRight(okEmpty({})))
           }
           return method === "GET"
             ? Effect.fail(badRequest("URI not supported, only /pubkey and /verify are supported for GET in /keys interface"))
@@ -115,13 +142,13 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
           if (method === "GET" && leaf === "identity" && exact) {
             return fromEither(parseIdentityQuery(query)).pipe(
               Effect.flatMap((nonce) => quotes.identity(nonce, version)),
-              Effect.map(ok)
+              Effect.flatMap(okIdentity)
             )
           }
           if (method === "GET" && leaf === "integrity" && exact) {
             return fromEither(parseIntegrityQuery(query)).pipe(
               Effect.flatMap((q) => quotes.integrity(q, version)),
-              Effect.map(ok)
+              Effect.flatMap(okIntegrity)
             )
           }
           return method === "GET"
@@ -129,7 +156,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
             : Effect.succeed(methodNotAllowed("Method is not supported in /quotes/ interface"))
         case "notifications":
           if (method === "POST" && leaf === "revocation" && exact) {
-            return jsonBody(body, RevocationBody).pipe(
+            return jsonBody(body, RevocationNotice).pipe(
               Effect.flatMap((body) => Effect.flatMap(revocationCertOf(options), (cert) => fromEither(checkRevocation(body, cert)))),
               Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
               Effect.tap(({ event, signed }) =>
@@ -138,7 +165,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
                     `type=${event.type ?? "?"} agent=${event.agent_id ?? "?"} event=${event.event_id ?? "?"} severity=${event.severity_label ?? "?"}`
                 )
               ),
-              Effect.as(ok({}))
+              Effect.zipRight(okEmpty({}))
             )
           }
           return method === "POST"
@@ -170,7 +197,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       url.searchParams.forEach((v, k) => (query[k] = v))
       if (path === "/version" || path === "/version/") {
         return method === "GET"
-          ? ok({ supported_version: latest, supported_versions: versions })
+          ? yield* okVersion({ supported_version: latest, supported_versions: versions })
           : methodNotAllowed("Method is not supported", "GET")
       }
       const m = /^\/v([^/]*)(?:\/(.*))?$/.exec(path)
