@@ -137,7 +137,7 @@ const start = (o: AgentOptions) =>
         keepAliveTimeoutMs: 30_000
       })
       const server = yield* serveNode("agent", node, { host: o.host, port: o.port })
-        yield* server.serve(Effect.annotateLogs(app, "agent_id", agentId))
+      yield* server.serve(Effect.annotateLogs(app, "agent_id", agentId))
       const port = (node.address() as AddressInfo).port
       const url = `https://${contactIp.includes(":") ? `[${contactIp}]` : contactIp}:${port}`
       yield* Effect.logInfo(`agent ${agentId} listening on https://${o.host}:${port} (client certificates from the trusted CA required)`)
