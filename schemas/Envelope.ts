@@ -87,5 +87,9 @@ export const StatusText = {
     `API version ${version} is not supported (supported: ${supported.join(", ")})`,
   malformedJson: (detail: string) => `Malformed JSON body: ${detail}`,
   tooLarge: (limit: number) => `Request body exceeds the limit of ${limit} bytes`,
+  tooDeep: (limit: number) => `Malformed JSON body: nested deeper than ${limit} levels`,
+  badRequestLine: (code: string) => `Bad Request: the request line or headers cannot be parsed (${code})`,
+  headersTooLarge: "Request Header Fields Too Large",
+  requestTimeout: "Request Timeout",
   internal: "Internal Server Error"
 } as const

@@ -1,9 +1,10 @@
 /**
  * The agent's bootstrap-key state (rust-keylime `keys_handler`): the NK, the U and V halves received
- * so far, and K once U xor V matches the auth_tag. Everything is held in memory only. When K is
- * found and a payload came with U, it is decrypted and delivered.
+ * so far, and K once U xor V matches the auth_tag. When K is found and a payload came with U, it is
+ * decrypted and delivered. U, V and K live in memory only; the NK is kept by src/agent/nkStore.ts.
  */
-import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, Ref } from "effect"
+import type { UKeyRequest, VKeyRequest } from "../../schemas/Agent.js"
 import {
   challengeHmac,
   combineKeys,
@@ -17,20 +18,10 @@ import {
 import { type AgentRequestError, badRequest } from "./errors.js"
 import { deliverPayload, type PayloadOptions } from "./payload.js"
 
-export const UKeyBody = Schema.Struct({
-  auth_tag: Schema.String,
-  encrypted_key: Schema.String,
-  payload: Schema.optional(Schema.NullOr(Schema.String))
-})
-export type UKeyBody = typeof UKeyBody.Type
-
-export const VKeyBody = Schema.Struct({ encrypted_key: Schema.String })
-export type VKeyBody = typeof VKeyBody.Type
-
 export interface BootstrapKeysShape {
   readonly nk: Nk
-  readonly ukey: (body: UKeyBody) => Effect.Effect<void, AgentRequestError>
-  readonly vkey: (body: VKeyBody) => Effect.Effect<void, AgentRequestError>
+  readonly ukey: (body: UKeyRequest) => Effect.Effect<void, AgentRequestError>
+  readonly vkey: (body: VKeyRequest) => Effect.Effect<void, AgentRequestError>
   readonly verify: (challenge: string) => Effect.Effect<string, AgentRequestError>
   /** K, once derived (tests and the payload step). */
   readonly key: Effect.Effect<Option.Option<Uint8Array>>
@@ -57,11 +48,13 @@ const fromEither = <A>(e: Either.Either<A, AgentRequestError>) => Either.match(e
 export interface BootstrapKeysOptions {
   readonly agentId: string
   readonly payload: PayloadOptions
+  /** The agent's NK (kept in its data directory); a fresh one when left out (tests). */
+  readonly nk?: Nk
 }
 
 export const make = (options: BootstrapKeysOptions) =>
   Effect.gen(function*() {
-    const nk = yield* generateNkAsync()
+    const nk = options.nk ?? (yield* generateNkAsync())
     const state = yield* Ref.make<State>({ us: [], vs: [], tag: Option.none(), payload: Option.none(), k: Option.none() })
     const lock = yield* Effect.makeSemaphore(1)
 

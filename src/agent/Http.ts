@@ -7,20 +7,37 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
-import { envelopeResponse } from "../http/envelope.js"
+import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody } from "../http/body.js"
+import { describeParseError, envelopeResponse } from "../http/envelope.js"
+import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { type ApiVersion, parseVersion } from "../http/versions.js"
-import { BootstrapKeys, UKeyBody, VKeyBody } from "./BootstrapKeys.js"
+import {
+  AgentInfo,
+  AgentVersion,
+  IdentityQuote,
+  IntegrityQuote,
+  PubkeyResult,
+  RevocationNotice,
+  UKeyRequest,
+  VerifyResult,
+  VKeyRequest
+} from "../../schemas/Agent.js"
+import { Empty, Envelope } from "../../schemas/Envelope.js"
+import { BootstrapKeys } from "./BootstrapKeys.js"
 import { AgentRequestError, badRequest } from "./errors.js"
 import { AgentIdentity } from "./Identity.js"
 import { parseChallenge, parseIdentityQuery, parseIntegrityQuery, type Query } from "./queries.js"
 import { Quotes } from "./Quotes.js"
-import { checkRevocation, RevocationBody } from "./revocation.js"
+import { checkRevocation } from "./revocation.js"
 
 /** rust-keylime's SUPPORTED_API_VERSIONS plus 2.0 (spec §9: quotes and keys exist since 2.0). */
 export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
 
 export interface AgentHttpOptions {
   readonly versions?: ReadonlyArray<string>
+  /** Largest request body (default: the registrar's DEFAULT_MAX_BODY_BYTES) and deepest JSON nesting. */
+  readonly maxBodyBytes?: number
+  readonly maxJsonDepth?: number
   /** PEM of the certificate that signs revocation messages; unset: messages are logged unchecked. */
   readonly revocationCert?: string | undefined
   /** Or a file read when a notification arrives (Keylime's default arrives with the payload). */
@@ -32,7 +49,22 @@ const revocationCertOf = (o: AgentHttpOptions): Effect.Effect<string | undefined
     ? Effect.succeed(o.revocationCert)
     : Effect.sync(() => (existsSync(o.revocationCertFile!) ? readFileSync(o.revocationCertFile!, "utf8") : undefined))
 
-const ok = (results: unknown) => envelopeResponse(200, "Success", results)
+/**
+ * A success envelope encoded with the endpoint's schema (schemas/Agent.ts, the same AgentApi
+ * clients decode with); a value that does not encode is a bug, answered 500 by the catch-all.
+ */
+const okWith = <A, I>(schema: Schema.Schema<A, I>) => {
+  const encode = Schema.encode(Envelope(schema))
+  return (value: A): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+    Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status: 200 }))
+}
+const okInfo = okWith(AgentInfo)
+const okVersion = okWith(AgentVersion)
+const okPubkey = okWith(PubkeyResult)
+const okVerify = okWith(VerifyResult)
+const okIdentity = okWith(IdentityQuote)
+const okIntegrity = okWith(IntegrityQuote)
+const okEmpty = okWith(Empty)
 const fail = (e: AgentRequestError) => envelopeResponse(e.status, e.message)
 const methodNotAllowed = (message: string, allow?: string) =>
   HttpServerResponse.unsafeJson({ code: 405, status: message, results: {} }, {
@@ -42,12 +74,15 @@ const methodNotAllowed = (message: string, allow?: string) =>
 const fromEither = <A>(e: Either.Either<A, AgentRequestError>): Effect.Effect<A, AgentRequestError> =>
   Either.match(e, { onLeft: (l) => Effect.fail(l), onRight: (r) => Effect.succeed(r) })
 
-const jsonBody = <A, I>(request: HttpServerRequest.HttpServerRequest, schema: Schema.Schema<A, I>) =>
-  request.json.pipe(
-    Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message ?? "invalid JSON"}`)),
+/** The body was read (within its limits) before dispatch; an absent body parses as JSON `null`. */
+const jsonBody = <A, I>(text: string | undefined, schema: Schema.Schema<A, I>) =>
+  Effect.try({
+    try: (): unknown => (text === undefined || text === "" ? null : JSON.parse(text)),
+    catch: (e) => badRequest(`Json deserialize error: ${e instanceof Error ? e.message : "invalid JSON"}`)
+  }).pipe(
     Effect.flatMap((body) =>
       Schema.decodeUnknown(schema)(body).pipe(
-        Effect.mapError((e) => badRequest(`Json deserialize error: ${e.message.split("\n").slice(-1)[0]?.trim() ?? "invalid body"}`))
+        Effect.mapError((e) => badRequest(`Json deserialize error: ${describeParseError(e)}`))
       )
     )
   )
@@ -66,37 +101,37 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       version: ApiVersion,
       segments: ReadonlyArray<string>,
       query: Query,
-      request: HttpServerRequest.HttpServerRequest
+      body: string | undefined
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, AgentRequestError> => {
       const [scope, leaf, ...more] = segments
       const exact = more.length === 0
       switch (scope) {
         case "agent":
           if (method === "GET" && leaf === "info" && exact && (version.major > 2 || version.minor >= 2)) {
-            return Effect.succeed(ok({
+            return okInfo({
               agent_uuid: id.agentId,
               tpm_hash_alg: id.hashAlg,
               tpm_enc_alg: quotes.encAlgFor(version),
               tpm_sign_alg: id.signAlg,
               ak_handle: 0
-            }))
+            })
           }
           return method === "GET"
             ? Effect.fail(badRequest("URI not supported, only /info is supported for GET in /agent interface"))
             : Effect.succeed(methodNotAllowed("Method is not supported in /agent interface"))
         case "keys":
-          if (method === "GET" && leaf === "pubkey" && exact) return Effect.succeed(ok({ pubkey: keys.nk.publicPem }))
+          if (method === "GET" && leaf === "pubkey" && exact) return okPubkey({ pubkey: keys.nk.publicPem })
           if (method === "GET" && leaf === "verify" && exact) {
             return fromEither(parseChallenge(query)).pipe(
               Effect.flatMap(keys.verify),
-              Effect.map((hmac) => ok({ hmac }))
+              Effect.flatMap((hmac) => okVerify({ hmac }))
             )
           }
           if (method === "POST" && leaf === "ukey" && exact) {
-            return jsonBody(request, UKeyBody).pipe(Effect.flatMap(keys.ukey), Effect.as(ok({})))
+            return jsonBody(body, UKeyRequest).pipe(Effect.flatMap(keys.ukey), Effect.zipRight(okEmpty({})))
           }
           if (method === "POST" && leaf === "vkey" && exact) {
-            return jsonBody(request, VKeyBody).pipe(Effect.flatMap(keys.vkey), Effect.as(ok({})))
+            return jsonBody(body, VKeyRequest).pipe(Effect.flatMap(keys.vkey), Effect.zipRight(okEmpty({})))
           }
           return method === "GET"
             ? Effect.fail(badRequest("URI not supported, only /pubkey and /verify are supported for GET in /keys interface"))
@@ -107,13 +142,13 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
           if (method === "GET" && leaf === "identity" && exact) {
             return fromEither(parseIdentityQuery(query)).pipe(
               Effect.flatMap((nonce) => quotes.identity(nonce, version)),
-              Effect.map(ok)
+              Effect.flatMap(okIdentity)
             )
           }
           if (method === "GET" && leaf === "integrity" && exact) {
             return fromEither(parseIntegrityQuery(query)).pipe(
               Effect.flatMap((q) => quotes.integrity(q, version)),
-              Effect.map(ok)
+              Effect.flatMap(okIntegrity)
             )
           }
           return method === "GET"
@@ -121,7 +156,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
             : Effect.succeed(methodNotAllowed("Method is not supported in /quotes/ interface"))
         case "notifications":
           if (method === "POST" && leaf === "revocation" && exact) {
-            return jsonBody(request, RevocationBody).pipe(
+            return jsonBody(body, RevocationNotice).pipe(
               Effect.flatMap((body) => Effect.flatMap(revocationCertOf(options), (cert) => fromEither(checkRevocation(body, cert)))),
               Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
               Effect.tap(({ event, signed }) =>
@@ -130,7 +165,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
                     `type=${event.type ?? "?"} agent=${event.agent_id ?? "?"} event=${event.event_id ?? "?"} severity=${event.severity_label ?? "?"}`
                 )
               ),
-              Effect.as(ok({}))
+              Effect.zipRight(okEmpty({}))
             )
           }
           return method === "POST"
@@ -145,8 +180,16 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       }
     }
 
+    const limits = { maxBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const app: HttpApp.Default = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // read once, bounded in bytes and JSON depth, before any route looks at it (as the registrar)
+      let body: string | undefined
+      if (hasBody(request)) {
+        const read = yield* Effect.either(readBoundedBody(request, limits))
+        if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
+        body = read.right
+      }
       const url = new URL(request.url, "https://agent")
       const method = request.method
       const path = url.pathname
@@ -154,7 +197,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       url.searchParams.forEach((v, k) => (query[k] = v))
       if (path === "/version" || path === "/version/") {
         return method === "GET"
-          ? ok({ supported_version: latest, supported_versions: versions })
+          ? yield* okVersion({ supported_version: latest, supported_versions: versions })
           : methodNotAllowed("Method is not supported", "GET")
       }
       const m = /^\/v([^/]*)(?:\/(.*))?$/.exec(path)
@@ -169,7 +212,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       if (version === undefined) return envelopeResponse(400, `API version not supported: v${requested}`)
       const rest = (m[2] ?? "").replace(/\/+$/, "")
       const segments = rest === "" ? [] : rest.split("/")
-      return yield* scoped(method, version, segments, query, request).pipe(
+      return yield* scoped(method, version, segments, query, body).pipe(
         Effect.catchAll((e) => Effect.succeed(fail(e)))
       )
     }).pipe(

@@ -6,6 +6,7 @@
  * the quoted PCR 10 holds.
  */
 import { Context, Effect, Layer, Option } from "effect"
+import type { IdentityQuote, IntegrityQuote } from "../../schemas/Agent.js"
 import type { ApiVersion } from "../http/versions.js"
 import { atLeast } from "../http/versions.js"
 import { marshalPcrBlob, pcrBlobOf } from "../tpm/pcrBlob.js"
@@ -20,35 +21,14 @@ import { type IntegrityQuery, pcrsOfMask } from "./queries.js"
 export const DATA_PCR = 16
 export const IMA_PCR = 10
 
-export interface IdentityQuoteResult {
-  readonly quote: string
-  readonly hash_alg: string
-  readonly enc_alg: string
-  readonly sign_alg: string
-  readonly pubkey: string
-  readonly boottime: number
-}
-
-export interface IntegrityQuoteResult {
-  readonly quote: string
-  readonly hash_alg: string
-  readonly enc_alg: string
-  readonly sign_alg: string
-  readonly pubkey?: string
-  readonly boottime: number
-  readonly ima_measurement_list?: string
-  readonly mb_measurement_list?: string
-  readonly ima_measurement_list_entry?: number
-}
-
 const b64 = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")
 
 const quoteStringOf = (q: QuoteResult, selection: PcrSelection): string =>
   encodeQuoteString({ attest: q.attest, signature: q.signature, pcrBlob: marshalPcrBlob(pcrBlobOf(selection, q.pcrs)) })
 
 export interface QuotesShape {
-  readonly identity: (nonce: string, version: ApiVersion) => Effect.Effect<IdentityQuoteResult, AgentRequestError>
-  readonly integrity: (q: IntegrityQuery, version: ApiVersion) => Effect.Effect<IntegrityQuoteResult, AgentRequestError>
+  readonly identity: (nonce: string, version: ApiVersion) => Effect.Effect<IdentityQuote, AgentRequestError>
+  readonly integrity: (q: IntegrityQuery, version: ApiVersion) => Effect.Effect<IntegrityQuote, AgentRequestError>
   /** `tpm_enc_alg` as the version reports it: "rsa2048" from 2.5, "rsa" before. */
   readonly encAlgFor: (version: ApiVersion) => string
 }
@@ -81,13 +61,13 @@ export const make = Effect.gen(function*() {
       sign_alg: id.signAlg,
       pubkey: keys.nk.publicPem,
       boottime: yield* source.bootTime
-    } satisfies IdentityQuoteResult
+    } satisfies IdentityQuote
   })
 
   const integrity = Effect.fn("Agent.integrityQuote")(function*(query: IntegrityQuery, version: ApiVersion) {
     const q = yield* quote(query.nonce, query.mask)
     const result: {
-      -readonly [K in keyof IntegrityQuoteResult]: IntegrityQuoteResult[K]
+      -readonly [K in keyof IntegrityQuote]: IntegrityQuote[K]
     } = {
       quote: q,
       hash_alg: id.hashAlg,
@@ -113,7 +93,7 @@ export const make = Effect.gen(function*() {
       )
       if (Option.isSome(log)) result.mb_measurement_list = b64(log.value)
     }
-    return result as IntegrityQuoteResult
+    return result as IntegrityQuote
   })
 
   return Quotes.of({ identity, integrity, encAlgFor })

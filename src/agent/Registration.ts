@@ -2,13 +2,18 @@
  * Registration with the registrar (push-model.md §3.4, keylime-wire.md §5): GET /version to pick
  * the API version, POST /v<ver>/agents/<id> with EK, EK certificate, AK, mTLS certificate and
  * contact address, ActivateCredential on the returned blob, PUT …/activate with
- * auth_tag = hex HMAC-SHA384(base64(secret), id). Unreachable registrars and 5xx answers are
- * retried with exponential backoff; a 4xx answer is final.
+ * auth_tag = hex HMAC-SHA384(base64(secret), id), through the typed client of the registrar's own
+ * RegistrarApi (no envelope declared twice). Unreachable registrars and 5xx answers are retried with
+ * exponential backoff; a 4xx answer is final.
  */
-import { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { HttpApiClient, HttpClientError } from "@effect/platform"
 import { Data, Duration, Effect, Either, Option, Schedule, Schema } from "effect"
+import { AgentId, toBase64 } from "../../schemas/Common.js"
 import { activationAuthTag } from "../keys/index.js"
 import { decodeCredentialFile } from "../tpm/credential.js"
+import { RegisterRequest } from "../../schemas/Registrar.js"
+import { describeParseError } from "../http/envelope.js"
+import { RegistrarApi } from "../registrar/Api.js"
 import { type Ak, Tpm } from "../tpm/Tpm.js"
 
 export class RegistrationError extends Data.TaggedError("RegistrationError")<{
@@ -40,13 +45,7 @@ export interface RetryPolicy {
 
 export const defaultRetry: RetryPolicy = { initialDelay: "1 second", maxDelay: "60 seconds" }
 
-const Envelope = <A, I>(results: Schema.Schema<A, I>) =>
-  Schema.Struct({ code: Schema.Number, status: Schema.String, results })
-const VersionResults = Schema.Struct({ current_version: Schema.String, supported_versions: Schema.optional(Schema.Array(Schema.String)) })
-const BlobResults = Schema.Struct({ blob: Schema.String })
-const AnyEnvelope = Schema.Struct({ status: Schema.optional(Schema.String) })
-
-const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64")
+const b64 = (b: Uint8Array): string => toBase64(b)
 
 /** Newest version both sides speak; the agent's newest when the registrar does not say. */
 export const chooseVersion = (ours: ReadonlyArray<string>, theirs: ReadonlyArray<string>): string | undefined => {
@@ -54,53 +53,62 @@ export const chooseVersion = (ours: ReadonlyArray<string>, theirs: ReadonlyArray
   return undefined
 }
 
-const call = <A, I>(
-  step: RegistrationError["step"],
-  request: HttpClientRequest.HttpClientRequest,
-  results: Schema.Schema<A, I>
-) =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(request).pipe(
-      Effect.timeout("10 seconds"),
-      Effect.mapError((e) =>
-        new RegistrationError({ step, transient: true, message: `${request.method} ${request.url}: ${e._tag === "TimeoutException" ? "timed out" : e.message}` })
-      )
-    )
-    if (response.status !== 200) {
-      const body = yield* HttpClientResponse.schemaBodyJson(AnyEnvelope)(response).pipe(Effect.option)
-      const status = Option.flatMap(body, (b) => Option.fromNullable(b.status)).pipe(Option.getOrElse(() => ""))
-      return yield* new RegistrationError({
-        step,
-        transient: response.status >= 500 || response.status === 408 || response.status === 429,
-        message: `${request.method} ${request.url} answered ${response.status}${status ? `: ${status}` : ""}`
-      })
-    }
-    const body = yield* HttpClientResponse.schemaBodyJson(Envelope(results))(response).pipe(
-      Effect.mapError((e) => new RegistrationError({ step, transient: false, message: `${request.url}: unexpected answer: ${e.message}` }))
-    )
-    return body.results
-  }).pipe(Effect.scoped)
+const STATUS = { BadRequest: 400, Forbidden: 403, NotFound: 404, InternalError: 500, ServiceUnavailable: 503 } as const
+
+/**
+ * One call of the typed registrar client, with a timeout, its failures as RegistrationError:
+ * unreachable, timed out, 5xx, 408 and 429 are transient; the registrar's refusals (the envelope's
+ * status text) and unexpected answers are final.
+ */
+const step = <A, E, R>(name: RegistrationError["step"], where: string, call: Effect.Effect<A, E, R>) =>
+  call.pipe(
+    Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new RegistrationError({ step: name, transient: true, message: `${where}: timed out` }) }),
+    Effect.mapError((e: unknown): RegistrationError => {
+      if (e instanceof RegistrationError) return e
+      const tag = (e as { readonly _tag?: string })._tag
+      if (tag !== undefined && tag in STATUS) {
+        const status = STATUS[tag as keyof typeof STATUS]
+        return new RegistrationError({ step: name, transient: status >= 500, message: `${where} answered ${status}: ${(e as { message: string }).message}` })
+      }
+      if (HttpClientError.isHttpClientError(e)) {
+        if (e._tag === "RequestError") return new RegistrationError({ step: name, transient: true, message: `${where}: ${e.message}` })
+        const status = e.response.status
+        return new RegistrationError({
+          step: name,
+          transient: e.reason === "StatusCode" && (status >= 500 || status === 408 || status === 429),
+          message: `${where} answered ${status}${e.reason === "Decode" ? " with an unexpected body" : ""}`
+        })
+      }
+      return new RegistrationError({ step: name, transient: false, message: `${where}: unexpected answer: ${e instanceof Error ? e.message : String(e)}` })
+    })
+  )
 
 /** One attempt at the whole exchange; returns the API version used. */
 export const registerOnce = Effect.fn("Agent.register")(function*(r: RegistrationRequest) {
   const tpm = yield* Tpm
   const base = r.registrarUrl.replace(/\/+$/, "")
-  const info = yield* call("version", HttpClientRequest.get(`${base}/version`), VersionResults)
-  const version = chooseVersion(r.versions, info.supported_versions ?? [info.current_version]) ?? r.versions[r.versions.length - 1]!
-  const body = {
+  const agentId = yield* Either.match(Schema.decodeEither(AgentId)(r.agentId), {
+    onLeft: () => Effect.fail(new RegistrationError({ step: "register", transient: false, message: `agent id '${r.agentId}' cannot be registered: letters, digits, '-', '_' and '.' only` })),
+    onRight: Effect.succeed
+  })
+  const root = yield* HttpApiClient.make(RegistrarApi, { baseUrl: base })
+  const info = yield* step("version", `GET ${base}/version`, root.agents.version())
+  const version = chooseVersion(r.versions, info.supported_versions.length > 0 ? info.supported_versions : [info.current_version]) ??
+    r.versions[r.versions.length - 1]!
+  const api = yield* HttpApiClient.make(RegistrarApi, { baseUrl: `${base}/v${version}` })
+  const agentUrl = `${base}/v${version}/agents/${agentId}`
+  // checked against the registrar's own schema before sending: a bad contact address is our error, said here
+  const payload = yield* Schema.decodeUnknown(RegisterRequest)({
     ek_tpm: b64(r.ekPublic),
     ekcert: Option.match(r.ekCertificate, { onNone: () => null, onSome: b64 }),
     aik_tpm: b64(r.ak.public),
     mtls_cert: r.mtlsCert,
     ip: r.contactIp,
     port: r.contactPort
-  }
-  const { blob } = yield* call(
-    "register",
-    HttpClientRequest.post(`${base}/v${version}/agents/${r.agentId}`).pipe(HttpClientRequest.bodyUnsafeJson(body)),
-    BlobResults
+  }).pipe(
+    Effect.mapError((e) => new RegistrationError({ step: "register", transient: false, message: `registration body: ${describeParseError(e)}` }))
   )
+  const { blob } = yield* step("register", `POST ${agentUrl}`, api.agents.register({ path: { agent_id: agentId }, payload }))
   yield* Effect.logInfo(`registered with registrar at ${base} (API ${version}); activating the AK`)
   const credential = yield* Either.match(decodeCredentialFile(new Uint8Array(Buffer.from(blob, "base64"))), {
     onLeft: (e) => Effect.fail(new RegistrationError({ step: "activate", transient: false, message: `the registrar's blob is not a credential file: ${e.message}` })),
@@ -109,13 +117,10 @@ export const registerOnce = Effect.fn("Agent.register")(function*(r: Registratio
   const secret = yield* tpm.activateCredential(r.ak, credential).pipe(
     Effect.mapError((e) => new RegistrationError({ step: "activate", transient: false, message: `ActivateCredential failed: ${e.message}` }))
   )
-  yield* call(
-    "activate",
-    HttpClientRequest.put(`${base}/v${version}/agents/${r.agentId}/activate`).pipe(
-      HttpClientRequest.bodyUnsafeJson({ auth_tag: activationAuthTag(secret, r.agentId) })
-    ),
-    Schema.Unknown
-  )
+  yield* step("activate", `PUT ${agentUrl}/activate`, api.agents.activate({
+    path: { agent_id: agentId },
+    payload: { auth_tag: activationAuthTag(secret, r.agentId) }
+  }))
   yield* Effect.logInfo(`activated with registrar at ${base}: agent ${r.agentId} proved its AK is resident with its EK`)
   return version
 })

@@ -5,10 +5,9 @@
  */
 import { constants, verify, X509Certificate } from "node:crypto"
 import { Either, Schema } from "effect"
+import type { RevocationNotice } from "../../schemas/Agent.js"
 import { type AgentRequestError, badRequest } from "./errors.js"
 
-export const RevocationBody = Schema.Struct({ msg: Schema.String, signature: Schema.optional(Schema.NullOr(Schema.String)) })
-export type RevocationBody = typeof RevocationBody.Type
 
 export const RevocationEvent = Schema.Struct({
   type: Schema.optional(Schema.String),
@@ -23,7 +22,7 @@ export type RevocationEvent = typeof RevocationEvent.Type
 const decodeEvent = Schema.decodeUnknownEither(Schema.parseJson(RevocationEvent))
 
 export const checkRevocation = (
-  body: RevocationBody,
+  body: RevocationNotice,
   certificatePem: string | undefined
 ): Either.Either<{ readonly event: RevocationEvent; readonly signed: boolean }, AgentRequestError> => {
   if (certificatePem !== undefined) {

@@ -47,9 +47,20 @@ export const agentOptionsFromSection = (c: AgentSection) =>
     return options
   })
 
-const SIMULATED_WARNING =
-  "*** The TPM is SIMULATED (in-memory, attest's simulator) and the measurements come from a simulated machine: " +
-  "quotes prove nothing about this host. For a real TPM use --tpm tpm2-tools. ***"
+/** What is simulated, said once at start; nothing when the TPM and the measurements are this host's. */
+export const simulationWarnings = (tpm: "tpm2-tools" | "simulator", measurements: "system" | "simulated"): ReadonlyArray<string> =>
+  tpm === "simulator"
+    ? [
+      "*** The TPM is SIMULATED (in-memory, attest's simulator)" +
+      (measurements === "simulated" ? " and the measurements come from a simulated machine" : "") +
+      ": quotes prove nothing about this host. For a real TPM use --tpm tpm2-tools. ***"
+    ]
+    : measurements === "simulated"
+    ? [
+      "*** The measurements (IMA list, boot log) come from a SIMULATED machine extended into the TPM, " +
+      "not from this host's kernel and firmware: quotes are real, the measured system is not. ***"
+    ]
+    : []
 
 export interface AgentArgs {
   readonly config: Option.Option<string>
@@ -66,8 +77,9 @@ export const run = ({ config, measurements, tcti, tpm }: AgentArgs) =>
       try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
       catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
     })
-    const simulated = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system")) === "simulated"
-    if (tpm === "simulator" || simulated) yield* Effect.logWarning(SIMULATED_WARNING)
+    const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
+    const simulated = measured === "simulated"
+    for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
     const tpmLayer = tpm === "simulator"
       ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
       : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))

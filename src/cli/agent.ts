@@ -2,7 +2,7 @@
  * `attest agent [--config file] [--tpm tpm2-tools|simulator] [--tcti …] [--measurements system|simulated]`:
  * the pull agent on the options of the `[agent]` section. A real TPM through tpm2-tools and this
  * machine's securityfs measurements by default; the simulator (with a simulated machine) only when
- * asked, and then it says so loudly.
+ * asked, and then it says so loudly, naming what is simulated (the TPM, the measurements, or both).
  */
 import { Command, Options } from "@effect/cli"
 import { configFileOption } from "./config.js"

@@ -1,7 +1,7 @@
 /** How `attest registrar` runs: start the registrar from `[registrar]` and say where it listens. */
 import { Console, Effect, Layer, type Option } from "effect"
 import { ConfigSources, RegistrarConfig } from "../config/services.js"
-import { BoundListeners } from "../http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>

@@ -1,11 +1,10 @@
 /**
  * How `attest up` runs: a data directory (./.attest), a generated server components CA with an
  * admin certificate, the registrar on SQLite, and N agents on simulated TPMs and simulated machines
- * that register and activate. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes every
- * listener. A second start reuses the directory: same CA, same TPMs, same agent ids.
+ * that register and activate; the simulated TPMs' manufacturer CA is written to
+ * tpm_cert_store/simulator-ca.pem. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes
+ * every listener. A second start reuses the directory: same CA, same TPMs, same agent ids.
  */
-import { revocationListOf } from "../pki/crl.js"
-import { loadCaCrl } from "../pki/revoke.js"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Logger, LogLevel, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -14,12 +13,15 @@ import * as path from "node:path"
 import { layer as agentLayer, RunningAgent } from "../agent/Agent.js"
 import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
 import { AgentStateFile, STATE_FILE } from "../agent/state.js"
-import { BoundListeners } from "../http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
+import { sectionDefaults } from "../config/load.js"
+import { type RegistrarOptions, registrarSection } from "../config/sections.js"
 import { CA_FILES, initCa } from "../pki/ca.js"
-import { trustStoreOf } from "../pki/chain.js"
-import { RegistrarServerLive } from "../registrar/Server.js"
-import { DbLive } from "../../layers/Sql.js"
+import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+
+/** Where `attest up` puts the simulated TPMs' manufacturer CA, inside its data directory. */
+export const SIMULATOR_CA_FILE = path.join("tpm_cert_store", "simulator-ca.pem")
 
 export interface UpOptions {
   readonly dataDir: string
@@ -38,6 +40,19 @@ const readAgentId = (dir: string): string => {
   return Either.isRight(decoded) ? decoded.right.agent_id : crypto.randomUUID()
 }
 
+/** The `[registrar]` section `attest up` runs its registrar with: everything under the data directory. */
+export const upRegistrarSection = (o: UpOptions, dataDir: string): RegistrarOptions =>
+  sectionDefaults(registrarSection, {
+    ip: o.host,
+    port: o.registrarPort,
+    tls_port: o.registrarTlsPort,
+    tls_dir: path.join(dataDir, "cv_ca"),
+    ca_dir: path.join(dataDir, "cv_ca"),
+    data_dir: path.join(dataDir, "registrar"),
+    database_url: "",
+    ek_ca_dir: path.dirname(path.join(dataDir, SIMULATOR_CA_FILE))
+  })
+
 export const up = (o: UpOptions) =>
   Effect.gen(function*() {
     const dataDir = path.resolve(o.dataDir)
@@ -46,19 +61,21 @@ export const up = (o: UpOptions) =>
     yield* initCa({ dir: caDir })
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
     const caPem = read(CA_FILES.caCert)
-    // revoked admins (attest ca revoke) stay locked out of the demo registrar too
-    const caCrl = yield* loadCaCrl(caDir, new Uint8Array(new crypto.X509Certificate(caPem).raw))
     yield* Console.log(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
+    // the simulated TPMs' manufacturer CA, for a tenant's (or Keylime's) EK trust store
+    const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
+    yield* Effect.try({
+      try: () => {
+        fs.mkdirSync(path.dirname(ekCaFile), { recursive: true, mode: 0o755 })
+        fs.writeFileSync(ekCaFile, simulatorManufacturerCa().pem, { mode: 0o644 })
+      },
+      catch: (e) => new Error(`cannot write ${ekCaFile}: ${e instanceof Error ? e.message : String(e)}`)
+    })
 
-    const registrar = RegistrarServerLive({
-      host: o.host,
-      port: o.registrarPort,
-      tlsPort: o.registrarTlsPort,
-      tls: { key: read(CA_FILES.serverKey), cert: read(CA_FILES.serverCert), clientCa: caPem },
-      ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulated TPM manufacturer CA"),
-      ...(caCrl === undefined ? {} : { clientRevocations: revocationListOf([caCrl], path.join(caDir, CA_FILES.crl)) }),
-      tpmIdentity: "default"
-    }).pipe(Layer.provide(DbLive({ database_url: "", data_dir: path.join(dataDir, "registrar") }, "registrar")))
+    // the registrar exactly as `attest registrar` runs it, from a [registrar] section: TLS from the
+    // CA directory (its CRL reloaded live, so `attest ca revoke` applies while up runs), EK trust
+    // store = the directory holding the simulator CA, SQLite under the data directory
+    const registrar = RegistrarFromConfig(upRegistrarSection(o, dataDir))
     const startRegistrar = Effect.gen(function*() {
       const bound = Context.get(yield* Layer.build(registrar), BoundListeners)
       const http = bound.get("registrar-http")!
@@ -67,6 +84,7 @@ export const up = (o: UpOptions) =>
       yield* Console.log(`registrar  ${https.url}  (admin API, mTLS)`)
       yield* Console.log(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
       yield* Console.log(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
+      yield* Console.log(`simulated TPM manufacturer CA ${ekCaFile} (for an EK trust store: tpm_cert_store, ek_ca_dir)`)
       return http.url
     })
 
@@ -88,7 +106,9 @@ export const up = (o: UpOptions) =>
         }).pipe(
           Layer.provide(simulatedMachine({ name: `agent-${i + 1}` })),
           Layer.provide(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })),
-          Layer.provide(NodeHttpClient.layerUndici)
+          Layer.provide(NodeHttpClient.layerUndici),
+          // the agent annotates its own lines; this covers its TPM and machine too
+          Layer.annotateLogs("agent_id", agentId)
         )
         return Layer.build(layer).pipe(
           Effect.map((ctx) => Context.get(ctx, RunningAgent)),
@@ -113,8 +133,9 @@ export const up = (o: UpOptions) =>
   }).pipe(
     Effect.scoped,
     Effect.ensuring(Console.log("attest up: stopped")),
-    // the summary lines above are the interface; component logs only when something goes wrong
-    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Error)
+    // the summary lines above are the interface; component logs only for warnings (a revocation
+    // notice, a refused admin or activation: each naming its agent_id) and errors
+    Logger.withMinimumLogLevel(o.verbose ? LogLevel.Info : LogLevel.Warning)
   )
 
 /** The command's handler: `up` with its failure printed as one line. */

@@ -18,6 +18,10 @@ const serverTls = {
     "default",
     "CRL revoking admin client certificates: default (cacrl.der in the TLS directory, if present) or a path; one that does not verify stops start-up"
   ),
+  crl_refresh_interval: seconds(
+    60,
+    "seconds between re-reads of trusted_client_crl (it is also re-read when its file changes); a new CRL that does not verify is ignored and the one in force kept"
+  ),
   ca_dir: string(CA_DIR, "server components CA directory used by tls_dir = default / generate")
 } as const
 

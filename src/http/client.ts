@@ -9,6 +9,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Data, Effect, Layer, type Scope } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
+import { clientTlsPolicy } from "./tlsPolicy.js"
 
 export interface ClientTls {
   /** Client certificate and key (PEM); leave out to connect without a client certificate. */
@@ -32,7 +33,8 @@ const agentOptions = (tls: ClientTls): https.AgentOptions => ({
   ...(tls.key === undefined ? {} : { key: tls.key }),
   ...(tls.servername === undefined ? {} : { servername: tls.servername }),
   rejectUnauthorized: true,
-  keepAlive: true
+  keepAlive: true,
+  ...clientTlsPolicy
 })
 
 /** An Effect HttpClient over node:https with one TLS identity; the agent closes with the scope. */
@@ -48,6 +50,8 @@ export interface RawResponse {
   readonly status: number
   readonly contentType: string
   readonly body: string
+  /** Response headers, lower-case names (repeated ones joined with ", "). */
+  readonly headers: Readonly<Record<string, string>>
 }
 
 export interface RawRequest {
@@ -88,6 +92,9 @@ export const rawRequest = (req: RawRequest): Effect.Effect<RawResponse, HttpTran
         resume(Effect.succeed({
           status: res.statusCode ?? 0,
           contentType: String(res.headers["content-type"] ?? ""),
+          headers: Object.fromEntries(
+            Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v ?? "")])
+          ),
           body: Buffer.concat(chunks).toString("utf8")
         })))
     })

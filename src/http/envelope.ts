@@ -4,7 +4,7 @@
  */
 import { HttpServerError, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Cause, Effect, FiberRef, Option } from "effect"
+import { Cause, Effect, FiberRef, Option, ParseResult } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
 
 export const envelopeResponse = (code: number, status: string, results: unknown = {}) =>
@@ -17,9 +17,16 @@ export const originalRequestLine: FiberRef.FiberRef<{ readonly method: string; r
 /** Current body limit, so a 413 can say it. */
 export const currentMaxBodyBytes: FiberRef.FiberRef<number> = FiberRef.unsafeMake(1024 * 1024)
 
-/** `aik_tpm: is not valid base64; port: must be a port number 1-65535` */
-export const describeDecodeError = (error: HttpApiDecodeError): string => {
-  const parts = error.issues.map((issue) => {
+/** One Schema issue as `ParseResult.ArrayFormatter` (and `HttpApiDecodeError.issues`) give it. */
+export interface DecodeIssue {
+  readonly _tag: string
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+/** `aik_tpm: is not valid base64; port: must be a port number 1-65535`: each field named, at most five. */
+export const describeIssues = (issues: ReadonlyArray<DecodeIssue>, fallback: string): string => {
+  const parts = issues.map((issue) => {
     const path = issue.path.map(String).join(".")
     const message = issue._tag === "Missing"
       ? "is required"
@@ -31,8 +38,15 @@ export const describeDecodeError = (error: HttpApiDecodeError): string => {
   // a nullable field's union adds "Expected null" next to the real complaint: keep the real one
   const informative = parts.filter((p) => !/: Expected null, actual /.test(p))
   const unique = [...new Set(informative.length > 0 ? informative : parts)]
-  return unique.length > 0 ? unique.slice(0, 5).join("; ") : error.message
+  return unique.length > 0 ? unique.slice(0, 5).join("; ") : fallback
 }
+
+/** The HttpApi payload/path decode failure, fields named (the registrar's `Invalid request: …`). */
+export const describeDecodeError = (error: HttpApiDecodeError): string => describeIssues(error.issues, error.message)
+
+/** A Schema decode failure outside HttpApi (the agent's dispatcher), fields named the same way. */
+export const describeParseError = (error: ParseResult.ParseError): string =>
+  describeIssues(ParseResult.ArrayFormatter.formatErrorSync(error), error.message)
 
 const decodeDefect = (cause: Cause.Cause<unknown>): Option.Option<HttpServerError.RequestError> =>
   Option.filter(

@@ -1,9 +1,19 @@
 /**
  * The agent's NK: an RSA-2048 key pair whose public half (PEM) the tenant and verifier use to
  * encrypt U and V with RSA-OAEP, MGF1-SHA-1, SHA-1, no label (Keylime `crypto.rsa_encrypt`).
- * The private half stays in memory.
+ * The agent keeps the private half in its data directory (0600) so a restarted agent presents the
+ * NK a verifier already holds (see src/agent/nkStore.ts).
  */
-import { constants, createPublicKey, generateKeyPair, generateKeyPairSync, privateDecrypt, publicEncrypt, type KeyObject } from "node:crypto"
+import {
+  constants,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPair,
+  generateKeyPairSync,
+  privateDecrypt,
+  publicEncrypt,
+  type KeyObject
+} from "node:crypto"
 import { Effect, Either } from "effect"
 import { KeyError } from "./errors.js"
 
@@ -42,3 +52,22 @@ export const decryptWithNk = (nk: Nk, ciphertext: Uint8Array): Either.Either<Uin
       new Uint8Array(privateDecrypt({ key: nk.privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: "sha1" }, ciphertext)),
     catch: (e) => new KeyError({ reason: "decrypt", message: e instanceof Error ? e.message : String(e) })
   })
+
+/** The private key as PKCS#8 PEM, for the agent's data directory. */
+export const nkPrivatePem = (nk: Nk): string => nk.privateKey.export({ type: "pkcs8", format: "pem" }).toString()
+
+/** An NK from its stored PEM: an RSA private key of at least 2048 bits, or a KeyError saying why not. */
+export const nkFromPrivatePem = (pem: string): Either.Either<Nk, KeyError> =>
+  Either.flatMap(
+    Either.try({
+      try: () => createPrivateKey(pem),
+      catch: (e) => new KeyError({ reason: "key", message: `not a private key: ${e instanceof Error ? e.message : String(e)}` })
+    }),
+    (privateKey) =>
+      privateKey.asymmetricKeyType !== "rsa" || (privateKey.asymmetricKeyDetails?.modulusLength ?? 0) < 2048
+        ? Either.left(new KeyError({ reason: "key", message: "the NK must be an RSA key of at least 2048 bits" }))
+        : Either.right({
+          privateKey,
+          publicPem: createPublicKey(privateKey).export({ type: "spki", format: "pem" }).toString()
+        })
+  )

@@ -57,6 +57,16 @@ export const trustStoreOf = (certificates: ReadonlyArray<crypto.X509Certificate>
   skipped: []
 })
 
+/** Every CERTIFICATE block of PEM text (a bundle is fine) as a trust store, or why it is not one. */
+export const trustStoreFromPem = (pem: string, label = "trusted_client_ca"): Either.Either<TrustStore, string> => {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+  if (blocks.length === 0) return Either.left(`${label} holds no PEM certificate`)
+  return Either.map(
+    Either.all(blocks.map((b) => Either.try({ try: () => new crypto.X509Certificate(b), catch: () => `${label}: unreadable certificate` }))),
+    (certs) => trustStoreOf(certs, label)
+  )
+}
+
 /** Every certificate of every regular file in `dir` (PEM with several blocks, or DER). */
 export const loadTrustStore = (dir: string): Effect.Effect<TrustStore, TrustStoreError> =>
   Effect.try({

@@ -13,7 +13,8 @@ import * as path from "node:path"
 import { Effect, Either } from "effect"
 import { CA_FILES, DEFAULT_CA_DIR, initCa } from "./ca.js"
 import { type TrustStore, trustStoreOf } from "./chain.js"
-import { type Crl, loadVerifiedCrl, type RevocationList, revocationListOf } from "./crl.js"
+import { type RevocationList, revocationListOf } from "./crl.js"
+import { verifyAgainstTrusted } from "./liveRevocations.js"
 import { CaError, exists, readBytes, readText } from "./files.js"
 import { parseCertificates } from "./parse.js"
 
@@ -48,6 +49,8 @@ export interface TlsMaterial {
   readonly files: { readonly key: string; readonly cert: string; readonly ca: ReadonlyArray<string> }
   /** DER or PEM of the client CAs' CRL (servers only); absent = no revocation checking. */
   readonly crl?: { readonly file: string; readonly bytes: Uint8Array }
+  /** Where the CRL is (or would be) for a server: watched, so one created later is picked up. */
+  readonly crlFile?: string
 }
 
 const resolveFile = (dir: string, value: string, fallback: string): string =>
@@ -91,8 +94,10 @@ export const resolveServerTls = Effect.fn("Tls.resolveServer")(function*(o: Serv
   const explicit = o.trustedClientCrl !== undefined && o.trustedClientCrl !== "" && o.trustedClientCrl !== "default"
   const crlFile = resolveFile(dir, o.trustedClientCrl ?? "default", CA_FILES.crl)
   // A named CRL must exist; the default one is optional (a CA directory from before revocation).
-  if (!explicit && !(yield* exists(crlFile))) return material as TlsMaterial
-  return { ...material, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } } satisfies TlsMaterial
+  const withoutCrl: TlsMaterial = { ...material, crlFile }
+  if (!explicit && !(yield* exists(crlFile))) return withoutCrl
+  const withCrl: TlsMaterial = { ...withoutCrl, crl: { file: crlFile, bytes: yield* readBytes(crlFile) } }
+  return withCrl
 })
 
 export const resolveClientTls = Effect.fn("Tls.resolveClient")(function*(o: ClientTlsOptions) {
@@ -141,17 +146,8 @@ export const trustStoreOfMaterial = (m: TlsMaterial): Effect.Effect<TrustStore, 
 export const revocationListOfMaterial = (m: TlsMaterial, trusted: TrustStore): Effect.Effect<RevocationList | undefined, CaError> => {
   const crl = m.crl
   if (crl === undefined) return Effect.succeed(undefined)
-  let last = "no trusted client CA"
-  let verified: Crl | undefined
-  for (const anchor of trusted.anchors) {
-    const r = loadVerifiedCrl(crl.bytes, new Uint8Array(anchor.certificate.raw))
-    if (Either.isRight(r)) {
-      verified = r.right
-      break
-    }
-    last = r.left.reason
-  }
-  return verified === undefined
-    ? Effect.fail(new CaError({ message: `trusted_client_crl ${crl.file} cannot be used: ${last}`, file: crl.file }))
-    : Effect.succeed(revocationListOf([verified], crl.file))
+  return Either.match(verifyAgainstTrusted(crl.bytes, trusted), {
+    onLeft: (reason) => Effect.fail(new CaError({ message: `trusted_client_crl ${crl.file} cannot be used: ${reason}`, file: crl.file })),
+    onRight: (verified) => Effect.succeed(revocationListOf([verified], crl.file))
+  })
 }

@@ -7,7 +7,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentId } from "../../schemas/Common.js"
-import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE } from "../../schemas/Envelope.js"
+import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE, ServiceUnavailableE } from "../../schemas/Envelope.js"
 import {
   ActivateRequest,
   AgentList,
@@ -24,7 +24,7 @@ const AgentPath = Schema.Struct({ agent_id: AgentId })
 
 /** Activation is served on three method/route pairs (spec §5.6) with one contract. */
 const activation = <const Name extends string>(method: "PUT" | "POST", name: Name, path: HttpApiEndpoint.PathSegment) =>
-  HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty)).addError(NotFoundE)
+  HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty))
 
 export class RegistrarAgents extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
@@ -36,13 +36,11 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
     HttpApiEndpoint.get("show", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(AgentRecord))
-      .addError(NotFoundE)
   )
   .add(
     HttpApiEndpoint.del("remove", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(Empty))
-      .addError(NotFoundE)
   )
   .add(
     HttpApiEndpoint.post("register", "/agents/:agent_id")
@@ -65,10 +63,13 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .setPayload(VactivateRequest)
       .addSuccess(Envelope(Empty))
   )
-  // every operation can be refused (authorization, bad input) or fail internally (database)
+  // every operation can be refused (authorization, bad input), name an agent that is not there, fail
+  // internally (database), or find the database momentarily unreachable (503 with Retry-After)
   .addError(BadRequestE)
   .addError(ForbiddenE)
+  .addError(NotFoundE)
   .addError(InternalErrorE)
+  .addError(ServiceUnavailableE)
 {}
 
 export class RegistrarApi extends HttpApi.make("registrar").add(RegistrarAgents) {}
@@ -83,6 +84,11 @@ export const RegistrarText = {
   notActivated: (id: string) => `Agent with ID '${id}' has not been activated`,
   badAuthTag: (tag: string, id: string) =>
     `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent has been deleted from the database and will need to be restarted to reattempt registration`,
+  /** attest's own: an active registration is never deleted by an unauthenticated activation. */
+  badAuthTagActive: (tag: string, id: string) =>
+    `Auth tag '${tag}' for agent '${id}' does not match expected value. The agent's active registration is unchanged`,
+  unavailable: "The registrar database is unavailable at the moment; retry later",
+  raced: (id: string) => `Agent with ID '${id}' registered again during activation; activate the newest blob`,
   deepQuote:
     "Deep quotes (vactivate, for TPM 1.2 virtual TPMs) are not supported: attest registers TPM 2.0 agents only; use PUT /agents/<id>/activate"
 } as const

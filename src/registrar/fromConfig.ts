@@ -1,16 +1,15 @@
 /**
- * The `[registrar]` section → a running registrar: TLS material as Keylime resolves it (tls_dir
- * generate/default/path, server_key, server_cert, trusted_client_ca), the EK trust store
- * directory, the database (SQLite under data_dir or database_url), the two listeners.
- * Unsupported values are start-up errors that name the option.
+ * The `[registrar]` section → a running registrar: TLS and admins from layers/Tls.ts (tls_dir
+ * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
+ * live reload), the EK trust store directory, the database (SQLite under data_dir or
+ * database_url), the two listeners. Unsupported values are start-up errors that name the option.
  */
-import { Effect, Either, Layer, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
+import { DbLive } from "../../layers/Sql.js"
+import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import type { RegistrarOptions } from "../config/sections.js"
 import { emptyTrustStore, loadTrustStore } from "../pki/chain.js"
-import { revocationListOfMaterial, resolveServerTls, type TlsMaterial } from "../pki/tlsDir.js"
-import { trustStoreFromPem } from "./Server.js"
-import { DbLive } from "../../layers/Sql.js"
 import type { TpmIdentityPolicy } from "./registration.js"
 import { RegistrarServerLive, type RegistrarServerOptions } from "./Server.js"
 
@@ -26,35 +25,9 @@ const tpmIdentity = (value: string): Effect.Effect<TpmIdentityPolicy, RegistrarS
       new RegistrarStartError({ message: `tpm_identity = ${value} is not supported: attest's registrar checks EK identities only (default or ek_cert)` })
     )
 
-/** trusted_client_crl, verified against trusted_client_ca; a bad CRL stops start-up (fail closed). */
-const clientRevocationsOf = Effect.fn("Registrar.clientRevocations")(function*(tls: TlsMaterial) {
-  const cas = trustStoreFromPem(tls.ca.join("\n"))
-  if (Either.isLeft(cas)) return yield* new RegistrarStartError({ message: cas.left })
-  const list = yield* revocationListOfMaterial(tls, cas.right).pipe(
-    Effect.mapError((e) => new RegistrarStartError({ message: `registrar: ${e.message}` }))
-  )
-  if (list === undefined) {
-    yield* Effect.logWarning("no trusted_client_crl: admin client certificates are not checked for revocation")
-  } else {
-    let n = 0
-    for (const s of list.byIssuer.values()) n += s.size
-    yield* Effect.logInfo(`admin certificate revocation list ${list.source}: ${n} revoked serial(s)`)
-  }
-  return list
-})
-
+/** The registrar's own options of the section (TLS and the database are layers of their own). */
 export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfig")(function*(c: RegistrarOptions) {
   const policy = yield* tpmIdentity(c.tpm_identity)
-  const tls = yield* resolveServerTls({
-    tlsDir: c.tls_dir,
-    serverKey: c.server_key,
-    serverCert: c.server_cert,
-    trustedClientCa: c.trusted_client_ca,
-    trustedClientCrl: c.trusted_client_crl,
-    caDir: c.ca_dir,
-    serverNames: [c.ip]
-  }).pipe(Effect.mapError((e) => new RegistrarStartError({ message: `registrar TLS (tls_dir ${c.tls_dir}): ${e.message}` })))
-  const clientRevocations = yield* clientRevocationsOf(tls)
   const ekTrustStore = fs.existsSync(c.ek_ca_dir)
     ? yield* loadTrustStore(c.ek_ca_dir).pipe(
       Effect.mapError((e) => new RegistrarStartError({ message: `ek_ca_dir ${c.ek_ca_dir}: ${e.message}` }))
@@ -69,9 +42,7 @@ export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfi
     host: c.ip,
     port: c.port,
     tlsPort: c.tls_port,
-    tls: { key: tls.key, cert: tls.cert, clientCa: tls.ca.join("\n") },
     ekTrustStore,
-    ...(clientRevocations === undefined ? {} : { clientRevocations }),
     tpmIdentity: policy,
     authorizationProvider: c.authorization_provider,
     maxBodyBytes: c.max_body_size
@@ -79,9 +50,9 @@ export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfi
   return options
 })
 
-/** The registrar with its database, from its config section. */
+/** The registrar with its TLS, admins and database, from its config section. */
 export const RegistrarFromConfig = (c: RegistrarOptions) =>
-  Layer.unwrapEffect(
-    Effect.map(registrarOptionsFromSection(c), (options) =>
-      RegistrarServerLive(options).pipe(Layer.provide(DbLive(c, "registrar"))))
+  Layer.unwrapEffect(Effect.map(registrarOptionsFromSection(c), RegistrarServerLive)).pipe(
+    Layer.provide(ServerTlsWithAdmins("registrar", c)),
+    Layer.provide(DbLive(c, "registrar"))
   )

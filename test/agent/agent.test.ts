@@ -219,7 +219,7 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("pull agent on 
         .toBe(createHmac("sha384", two.k).update(challenge).digest("hex"))
     }))
 
-  it.effect("answers the reference's errors for malformed key bodies", () =>
+  it.effect("answers the reference's errors for malformed key bodies, naming the field", () =>
     Effect.gen(function*() {
       const r1 = yield* post("/v2.5/keys/ukey", { auth_tag: "zz", encrypted_key: "AAAA" })
       expect([r1.status, r1.body.status]).toEqual([400, "Invalid hex encoding in auth_tag: zz"])
@@ -230,6 +230,13 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("pull agent on 
       expect(r3.body.status.startsWith("Failed to decrypt encrypted_key: ")).toBe(true)
       const r4 = yield* post("/v2.5/keys/other", {})
       expect(r4.body.status).toBe("URI not supported, only /ukey and /vkey are supported for POST in /keys interface")
+      // body errors name the field, as the registrar's do
+      const r5 = yield* post("/v2.5/keys/vkey", {})
+      expect([r5.status, r5.body.status]).toEqual([400, "Json deserialize error: encrypted_key: is required"])
+      const r6 = yield* post("/v2.5/keys/ukey", { auth_tag: "ab", encrypted_key: 5 })
+      expect([r6.status, r6.body.status]).toEqual([400, "Json deserialize error: encrypted_key: Expected string, actual 5"])
+      const r7 = yield* post("/v2.5/notifications/revocation", [1])
+      expect([r7.status, r7.body.status]).toEqual([400, "Json deserialize error: the request body must be a JSON object"])
     }))
 
   it.effect("accepts a revocation notification signed with the revocation key and refuses a tampered one", () =>

@@ -1,8 +1,8 @@
 /**
  * `attest up` as a new user runs it: a child process in an empty directory (default ./.attest),
  * agents registered within 5 seconds of the registrar listening, the admin API listing them with
- * the printed admin certificate, SIGINT closing every port, and a second start reusing the data
- * directory (same agent ids).
+ * the printed admin certificate, the simulated TPMs' manufacturer CA written where it says, SIGINT
+ * closing every port, and a second start reusing the data directory (same agent ids).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -12,6 +12,7 @@ import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
+import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
 import { freePort } from "../support/swtpm.js"
 
 const root = resolve(__dirname, "../..")
@@ -101,6 +102,10 @@ describe("attest up", () => {
         for (const l of agentLines) expect(l.at - listening.at).toBeLessThan(5000)
         expect(ready.at - listening.at).toBeLessThan(5000)
         expect(first.lines.some((l) => l.text.startsWith("admin certificate ") && l.text.includes("client-cert.crt"))).toBe(true)
+        // the simulated TPMs' manufacturer CA, for a tenant's EK trust store
+        const ekCa = join(cwd, ".attest", "tpm_cert_store", "simulator-ca.pem")
+        expect(first.lines.some((l) => l.text.startsWith(`simulated TPM manufacturer CA ${ekCa}`))).toBe(true)
+        expect(readFileSync(ekCa, "utf8")).toBe(simulatorManufacturerCa().pem)
 
         const ids = agentLines.map((l) => l.text.split(/\s+/)[2]!)
         const agentPorts = agentLines.map((l) => Number(/:(\d+)$/.exec(l.text)![1]))

@@ -1,6 +1,6 @@
 /**
  * Every malformed registration or activation gets a 4xx envelope naming the field, and nothing is
- * stored (a wrong auth_tag removes the registration, as Keylime does).
+ * stored (a wrong auth_tag removes a registration that was never activated, as Keylime does).
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
@@ -117,7 +117,7 @@ describe("registrar refuses bad input and stores nothing", () => {
         expect(yield* countRows).toBe(0)
       }))
 
-    it.effect("deletes the registration when the auth_tag does not match", () =>
+    it.effect("deletes a registration that was never activated when the auth_tag does not match", () =>
       Effect.gen(function*() {
         const reg = yield* TestRegistrar
         const good = yield* agentBody(yield* Tpm)

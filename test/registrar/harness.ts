@@ -13,12 +13,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runMigrations } from "../../src/db/migrate.js"
 import { type ClientTls, rawRequest, type RawResponse } from "../../src/http/client.js"
-import { BoundListeners } from "../../src/http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
 import { CA_FILES, initCa } from "../../src/pki/ca.js"
 import { EKU, generateKeyPair, issueCertificate, privateKeyToPem, toPem } from "../../src/pki/certificate.js"
 import { type TrustStore } from "../../src/pki/chain.js"
 import type { TpmIdentityPolicy } from "../../src/registrar/registration.js"
+import type { RevocationSource } from "../../src/pki/liveRevocations.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
+import { AdminIdentityLive, ServerTls } from "../../layers/Tls.js"
 import { decodeCredentialFile } from "../../src/tpm/credential.js"
 import type { TpmShape } from "../../src/tpm/Tpm.js"
 import { vectorPath } from "../support/vectors.js"
@@ -118,6 +120,17 @@ export interface RegistrarUnderTest {
 }
 export class TestRegistrar extends Context.Tag("test/TestRegistrar")<TestRegistrar, RegistrarUnderTest>() {}
 
+/** ServerTls (the test CA's server certificate, its CA as trusted client CA) and the admin identity. */
+export const testServerTls = (pki: TestPki, revocations?: RevocationSource) =>
+  AdminIdentityLive.pipe(
+    Layer.provideMerge(ServerTls.fromPem({
+      key: pki.serverKey,
+      cert: pki.serverCert,
+      clientCa: pki.caPem,
+      ...(revocations === undefined ? {} : { revocations })
+    }))
+  )
+
 export interface TestRegistrarOptions {
   readonly pki: TestPki
   readonly ekTrustStore: TrustStore
@@ -141,11 +154,11 @@ export const testRegistrarLayer = (
       host: "127.0.0.1",
       port: 0,
       tlsPort: 0,
-      tls: { key: options.pki.serverKey, cert: options.pki.serverCert, clientCa: options.pki.caPem },
       ekTrustStore: options.ekTrustStore,
       tpmIdentity: options.tpmIdentity ?? "default",
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes })
     })),
+    Layer.provide(testServerTls(options.pki)),
     Layer.provide(db),
     Layer.orDie
   )

@@ -11,14 +11,15 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 import { type ClientTls, rawRequest } from "../../src/http/client.js"
-import { BoundListeners } from "../../src/http/server.js"
+import { BoundListeners } from "../../layers/HttpServers.js"
 import { issueAdmin } from "../../src/pki/ca.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { revocationListOf } from "../../src/pki/crl.js"
+import { staticRevocations } from "../../src/pki/liveRevocations.js"
 import { loadCaCrl, revokeAdmin } from "../../src/pki/revoke.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
-import { makeTestPki, registerAndActivate, removePki, sqliteLayer, TestRegistrar } from "./harness.js"
+import { makeTestPki, registerAndActivate, removePki, sqliteLayer, TestRegistrar, testServerTls } from "./harness.js"
 
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
@@ -42,11 +43,10 @@ const registrar = Layer.effect(
     host: "127.0.0.1",
     port: 0,
     tlsPort: 0,
-    tls: { key: pki.serverKey, cert: pki.serverCert, clientCa: pki.caPem },
     ekTrustStore: trustStoreOf([new crypto.X509Certificate(simulatorManufacturerCa().pem)], "simulator CA"),
-    clientRevocations: revocations,
     tpmIdentity: "default"
   })),
+  Layer.provide(testServerTls(pki, staticRevocations(revocations))),
   Layer.provide(sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-reg-crl-")), "registrar.sqlite"))),
   Layer.orDie
 )

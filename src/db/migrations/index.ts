@@ -5,6 +5,7 @@
  */
 import m0001 from "./0001_attest_meta.js"
 import m0002 from "./0002_registrar_agents.js"
+import m0003 from "./0003_registrar_pending.js"
 import m0010 from "./0010_verifier_policies.js"
 import m0011 from "./0011_verifier_agents.js"
 import m0012 from "./0012_verifier_notifications.js"
@@ -12,6 +13,7 @@ import m0012 from "./0012_verifier_notifications.js"
 export const migrations = {
   "0001_attest_meta": m0001,
   "0002_registrar_agents": m0002,
+  "0003_registrar_pending": m0003,
   "0010_verifier_policies": m0010,
   "0011_verifier_agents": m0011,
   "0012_verifier_notifications": m0012

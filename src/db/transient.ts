@@ -1,0 +1,35 @@
+/**
+ * Which database failures are worth one more try (issue 8): the connection went away (PostgreSQL
+ * restarting, `pg_terminate_backend`, a network cut) or the database was momentarily busy. They are
+ * retried once after a short backoff; a second failure is answered 503 with `Retry-After`, never
+ * 500. Anything else (a constraint, a syntax error, a bad row) is a real error and is not retried.
+ */
+import type { SqlError } from "@effect/sql"
+import { Effect, Schedule } from "effect"
+
+/** SQLSTATE classes and codes of PostgreSQL that mean "try again" (connection, shutdown, contention). */
+const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53300", "40001", "40P01"])
+const NODE_TRANSIENT = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"])
+const SQLITE_TRANSIENT = new Set(["SQLITE_BUSY", "SQLITE_LOCKED"])
+const MESSAGE_TRANSIENT =
+  /connection terminated|connection error|not queryable|connection timed out|timeout exceeded when trying to connect|terminating connection/i
+
+const transientCause = (cause: unknown, depth: number): boolean => {
+  if (cause === null || typeof cause !== "object" || depth > 4) return false
+  const { code, message } = cause as { readonly code?: unknown; readonly message?: unknown }
+  if (typeof code === "string") {
+    if (PG_TRANSIENT.has(code) || code.startsWith("08") || NODE_TRANSIENT.has(code) || SQLITE_TRANSIENT.has(code)) return true
+  }
+  if (typeof message === "string" && MESSAGE_TRANSIENT.test(message)) return true
+  return transientCause((cause as { readonly cause?: unknown }).cause, depth + 1)
+}
+
+/** A SqlError (or any error wrapping one) whose cause says the connection or the database was momentarily unavailable. */
+export const isTransientSqlError = (error: SqlError.SqlError | unknown): boolean => transientCause(error, 0)
+
+/** How long to wait before the one retry. */
+export const TRANSIENT_RETRY_DELAY = "150 millis"
+
+/** Runs a statement, and once more after TRANSIENT_RETRY_DELAY when it failed transiently. */
+export const retryTransient = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.retry(self, { schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY), times: 1, while: isTransientSqlError })

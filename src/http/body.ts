@@ -1,0 +1,139 @@
+/**
+ * Request bodies, read once with bounds before anything decodes them (issue 8): at most
+ * `maxBytes` (declared or chunked), and JSON nested at most `maxDepth` levels, checked on the
+ * text before `JSON.parse` and Schema decoding recurse over it. A refused body gets its answer
+ * while the rest of an over-long chunked body is drained (up to a bound), so the client reads a
+ * 413 envelope instead of a reset connection. Registrar, agent and verifier share this module:
+ *
+ *   const text = yield* readBoundedBody(request, { maxBytes, maxDepth })   // BodyRefused on failure
+ *   return bodyRefusedResponse(refusal)                                     // the envelope for it
+ */
+import type { HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Data, Effect } from "effect"
+import type * as http from "node:http"
+import { StatusText } from "../../schemas/Envelope.js"
+import { envelopeResponse } from "./envelope.js"
+
+/** Deep enough for every attest and Keylime document (policies nest < 10), far from the stack's limit. */
+export const DEFAULT_MAX_JSON_DEPTH = 64
+
+/** After an over-long body was refused, this many times the limit is drained before the connection is cut. */
+const DRAIN_FACTOR = 16
+
+export class BodyRefused extends Data.TaggedError("BodyRefused")<{
+  readonly reason: "too-large" | "too-deep" | "unreadable"
+  /** The byte or depth limit that was passed. */
+  readonly limit: number
+  readonly message: string
+}> {}
+
+export interface BodyLimits {
+  readonly maxBytes: number
+  readonly maxDepth: number
+}
+
+/**
+ * True when arrays/objects in `text` nest deeper than `limit` (brackets inside strings do not
+ * count). A linear scan with no recursion and no allocation, stopping at the first excess.
+ */
+export const jsonDepthExceeds = (text: string, limit: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--
+    }
+  }
+  return false
+}
+
+/** Whether the request carries a body at all (a declared length > 0, or chunked). */
+export const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  return (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+}
+
+const tooLarge = (limit: number) =>
+  new BodyRefused({ reason: "too-large", limit, message: StatusText.tooLarge(limit) })
+
+/**
+ * The body as UTF-8 text, at most `maxBytes`. Past the limit the text is dropped, the refusal
+ * returned at once, and the rest of the body read and discarded (up to DRAIN_FACTOR × the limit,
+ * then the connection is closed) so the answer reaches a client that is still sending.
+ */
+export const readBodyText = (incoming: http.IncomingMessage, maxBytes: number): Effect.Effect<string, BodyRefused> =>
+  Effect.async<string, BodyRefused>((resume) => {
+    const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
+    if (declared > maxBytes) {
+      // node discards a declared body it was not asked to read once the answer is written
+      resume(Effect.fail(tooLarge(maxBytes)))
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    let refused = false
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (refused) {
+        if (bytes > maxBytes * DRAIN_FACTOR) incoming.socket.destroy()
+        return
+      }
+      if (bytes > maxBytes) {
+        refused = true
+        chunks.length = 0
+        resume(Effect.fail(tooLarge(maxBytes)))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      if (!refused) resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
+    }
+    const onError = (e: Error) => {
+      cleanup()
+      if (!refused) resume(Effect.fail(new BodyRefused({ reason: "unreadable", limit: maxBytes, message: e.message })))
+    }
+    const cleanup = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("aborted", onAborted)
+    }
+    const onAborted = () => onError(new Error("the client aborted the request"))
+    incoming.on("data", onData)
+    incoming.once("end", onEnd)
+    incoming.once("error", onError)
+    incoming.once("aborted", onAborted)
+  })
+
+/** The body text of a request, within the byte and depth limits. */
+export const readBoundedBody = (
+  request: HttpServerRequest.HttpServerRequest,
+  limits: BodyLimits
+): Effect.Effect<string, BodyRefused> =>
+  Effect.flatMap(readBodyText(NodeHttpServerRequest.toIncomingMessage(request), limits.maxBytes), (text) =>
+    jsonDepthExceeds(text, limits.maxDepth)
+      ? Effect.fail(new BodyRefused({ reason: "too-deep", limit: limits.maxDepth, message: StatusText.tooDeep(limits.maxDepth) }))
+      : Effect.succeed(text))
+
+/** 413 for a body over the byte limit, 400 for one nested too deep or unreadable; always the envelope. */
+export const bodyRefusedResponse = (e: BodyRefused) =>
+  e.reason === "too-large" ? envelopeResponse(413, e.message) : envelopeResponse(400, e.reason === "too-deep" ? e.message : StatusText.malformedJson(e.message))
+
+/**
+ * The same request with its body already read: `text` (and so `json`) answer from `text` instead
+ * of reading the consumed stream again. Everything else (headers, socket, peer certificate) is the
+ * original request's.
+ */
+export const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, { text: { value: Effect.succeed(text), enumerable: false } }) as HttpServerRequest.HttpServerRequest
