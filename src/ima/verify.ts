@@ -137,12 +137,10 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   const policy = input.policy
   const logAlg: HashAlg = policy?.logHashAlg ?? "sha1"
   const logHexLen = 2 * digestSize(logAlg)
-  const keyring = input.keyring?.clone() ?? new ImaKeyring()
-  if (policy !== undefined) keyring.addAll(policy.verificationKeys)
-  for (const l of start.learnedKeys) {
-    const k = publicKeyFrom(Buffer.from(l.der, "base64"))
-    if (k !== undefined) keyring.learn(l.keyring, k)
-  }
+  // The tenant's and the policy's keys are looked up in place, not copied, and learned keys are
+  // restored from a cache of parsed keys: a round's set-up does not depend on how many keys there are.
+  const keyring = ImaKeyring.over(input.keyring, policy?.verificationKeys)
+  for (const l of start.learnedKeys) keyring.restore(l.keyring, l.der)
   const extraBoot = new Set((input.bootAggregates ?? []).map((d) => d.slice(d.indexOf(":") + 1).toLowerCase()))
 
   const failures: Array<ImaFailure> = []
