@@ -6,10 +6,9 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Either, Option } from "effect"
 import type { HashAlg } from "../../tpm/hashAlg.js"
 import { hashAlgFromHexLength, isHex } from "../../ima/hash.js"
-import { compilePolicy } from "../../ima/policy.js"
 import { keyringFromPems } from "../../ima/signatures.js"
 import { verifyIma } from "../../ima/verify.js"
-import { cliFail, hashAlgOption, readPolicy, readText, reportErrors } from "./runtimeCommon.js"
+import { cliFail, hashAlgOption, readCompiledPolicy, readText, reportErrors } from "./runtimeCommon.js"
 
 const policy = Options.text("policy").pipe(
   Options.withDescription("Runtime policy file: v1 JSON, a DSSE-signed envelope, an old JSON allowlist or a '<digest>  <path>' allowlist.")
@@ -33,9 +32,7 @@ const imaKey = Options.text("ima-key").pipe(
 
 export const checkCommand = Command.make("check", { policy, imaList, pcr10, hashAlg, bootAggregate, imaKey }, (o) =>
   Effect.gen(function*() {
-    const pol = yield* readPolicy(o.policy)
-    const compiled = compilePolicy(pol)
-    if (Either.isLeft(compiled)) return yield* cliFail(`${o.policy}: ${compiled.left.message}`)
+    const compiled = yield* readCompiledPolicy(o.policy)
     const list = yield* readText(o.imaList)
     const pems: Array<string> = []
     for (const k of o.imaKey) pems.push(yield* readText(k))
@@ -56,7 +53,7 @@ export const checkCommand = Command.make("check", { policy, imaList, pcr10, hash
       quoted = { [bank]: new Uint8Array(Buffer.from(hex, "hex")) }
     }
 
-    const r = verifyIma({ list, startEntry: 0, policy: compiled.right, quotedPcr10: quoted, banks: [bank], bootAggregates: o.bootAggregate, keyring: keyring.right })
+    const r = verifyIma({ list, startEntry: 0, policy: compiled, quotedPcr10: quoted, banks: [bank], bootAggregates: o.bootAggregate, keyring: keyring.right })
     for (const f of r.failures) {
       const where = f.context.line === undefined ? "list" : `entry ${f.context.line}`
       yield* Console.log(`FAIL ${where}${f.context.path === undefined ? "" : ` ${f.context.path}`}: ${f.context.message} [${f.type}]`)

@@ -3,7 +3,7 @@ import { Command, Options } from "@effect/cli"
 import * as crypto from "node:crypto"
 import { Effect, Either, Option } from "effect"
 import { signEnvelope } from "../../ima/dsse.js"
-import { cliFail, readBytes, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
+import { cliFail, readBytes, readCompiledPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 const policy = Options.text("policy").pipe(Options.withDescription("The runtime policy (v1 JSON) to sign; it is validated first."))
 const key = Options.text("key").pipe(Options.withDescription("ECDSA private key (PEM), e.g. `openssl ecparam -genkey -name prime256v1`."))
@@ -17,7 +17,7 @@ const tryEither = <A>(f: () => A) => Either.try({ try: f, catch: (e) => (e insta
 
 export const signCommand = Command.make("sign", { policy, key, cert, output }, (o) =>
   Effect.gen(function*() {
-    yield* readPolicy(o.policy) // refuse to sign something that is not a policy
+    yield* readCompiledPolicy(o.policy) // refuse to sign what the verifier would not load
     const payload = yield* readBytes(o.policy)
     const keyPem = yield* readText(o.key)
     const privateKey = tryEither(() => crypto.createPrivateKey(keyPem))

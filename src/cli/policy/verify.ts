@@ -1,8 +1,8 @@
 /** `attest policy verify`: check a DSSE-signed runtime policy with a public key or certificate. */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Either, Option } from "effect"
-import { decodeRuntimePolicyJson } from "../../../schemas/RuntimePolicy.js"
 import { dsseKeyId, verificationKeyFrom, verifyEnvelope } from "../../ima/dsse.js"
+import { loadRuntimePolicy } from "../../ima/load.js"
 import { cliFail, envelopeOf, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 const policy = Options.text("policy").pipe(Options.withDescription("The signed policy (DSSE envelope JSON)."))
@@ -21,7 +21,8 @@ export const verifyCommand = Command.make("verify", { policy, key, output }, (o)
     const payload = verifyEnvelope(env, pub)
     if (Either.isLeft(payload)) return yield* cliFail(`${o.policy}: ${payload.left.message}`)
     const text = Buffer.from(payload.right).toString("utf8")
-    if (Either.isLeft(decodeRuntimePolicyJson(text))) return yield* cliFail(`${o.policy}: signature is valid but the payload is not a runtime policy`)
+    const loaded = loadRuntimePolicy(text)
+    if (Either.isLeft(loaded)) return yield* cliFail(`${o.policy}: signature is valid but the payload is not a runtime policy (${loaded.left.message})`)
     if (Option.isSome(o.output)) yield* writeOutput(o.output, text.trimEnd())
     yield* Console.log(`OK: ${o.policy} is signed by key ${dsseKeyId(pub)}`)
   }).pipe(reportErrors("verify"))
