@@ -51,7 +51,8 @@ if (process.argv[2] === "--child") {
   const text = readFileSync(process.argv[3]!, "utf8")
   const before = process.resourceUsage().maxRSS
   const keep = process.argv[4] === "load" ? Either.getOrThrow(loadRuntimePolicy(text)) : JSON.parse(text)
-  console.log(JSON.stringify({ before, after: process.resourceUsage().maxRSS, keep: keep === undefined }))
+  if (keep === undefined) throw new Error("nothing loaded")
+  console.log(`${before} ${process.resourceUsage().maxRSS}`)
   process.exit(0)
 }
 
@@ -62,15 +63,16 @@ interface Figures {
   readonly wall: Array<number>
   readonly retained: number
   readonly parseRetained: number
-  readonly peak: { readonly parse: number; readonly load: number }
+  readonly peak: { readonly parse: { readonly read: number; readonly peak: number }; readonly load: { readonly read: number; readonly peak: number } }
 }
 
 const dir = mkdtempSync(join(tmpdir(), "attest-policy-load-"))
 
-const peakRss = (file: string, mode: "parse" | "load"): number => {
+/** Peak RSS (MiB) of a fresh process after it has read the file, and after it has also parsed or loaded it. */
+const peakRss = (file: string, mode: "parse" | "load"): { readonly read: number; readonly peak: number } => {
   const out = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, "--child", file, mode], { encoding: "utf8" })
-  const r = JSON.parse(out) as { before: number; after: number }
-  return (r.after * 1024) / MiB
+  const [read, peak] = out.trim().split(" ").map(Number)
+  return { read: (read! * 1024) / MiB, peak: (peak! * 1024) / MiB }
 }
 
 const measure = async (n: number, rounds: number): Promise<Figures> => {
@@ -108,7 +110,8 @@ const report = (label: string, f: Figures) => {
   console.log(`  loadRuntimePolicy ${f.load.map((x) => fmt(x, 0)).join(", ")} ms CPU (best ${fmt(best, 0)}; wall ${f.wall.map((x) => fmt(x, 0)).join(", ")})`)
   console.log(`  ratio to JSON.parse: best ${fmt(best / bestParse, 2)}, spread ${fmt(Math.min(...f.load.map((x, i) => x / f.parse[i]!)), 2)}–${fmt(Math.max(...f.load.map((x, i) => x / f.parse[i]!)), 2)}`)
   console.log(`  retained heap: compiled ${fmt(f.retained / MiB)} MiB (${fmt(f.retained / f.size, 2)}× the JSON); the JSON.parse object ${fmt(f.parseRetained / MiB)} MiB`)
-  console.log(`  peak RSS of a process that reads the file and then: JSON.parse ${fmt(f.peak.parse, 0)} MiB, loadRuntimePolicy ${fmt(f.peak.load, 0)} MiB`)
+  const rss = (p: { read: number; peak: number }) => `${fmt(p.peak, 0)} MiB (+${fmt(p.peak - p.read, 0)})`
+  console.log(`  peak RSS of a process that reads the file (${fmt(f.peak.load.read, 0)} MiB) and then: JSON.parse ${rss(f.peak.parse)}, loadRuntimePolicy ${rss(f.peak.load)}`)
   return { best, ratio: best / bestParse, heap: f.retained / f.size }
 }
 
