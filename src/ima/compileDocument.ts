@@ -64,9 +64,9 @@ export interface CompiledRuntimePolicy {
   readonly names: number
 }
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
+const IDENTIFIER = /^[A-Za-z_$][\w$-]*$/
 
-/** `a.b["c d"][0]`: identifiers with dots, other keys quoted, indices in brackets. */
+/** `ima.log_hash_alg`, `digests["/usr/bin/x"][0]`: plain keys (policy field names) with dots, others quoted, indices in brackets. */
 export const jsonPath = (keys: ReadonlyArray<PropertyKey>): string => {
   let out = ""
   for (const k of keys) {

@@ -61,8 +61,12 @@ export const policyDigestHexStart = (s: string, a = 0, b = s.length): number => 
 /** Builds a NameTable row by row; digests are checked and decoded as they are added. */
 export class NameTableBuilder {
   private readonly chunks: Array<string> = []
-  private chunkNames: Array<string> = []
+  /** The current chunk: names as strings, then latin1 names written as bytes and not yet a string. */
+  private pieces: Array<string> = []
+  private bytes = new Uint8Array(64 * 1024)
+  private byteLength = 0
   private chunkLength = 0
+  private chunkRows = 0
   private rows: Int32Array
   private hashes: Int32Array
   private pool: Uint8Array
@@ -78,17 +82,51 @@ export class NameTableBuilder {
 
   /** Starts the row of `name` (h: its nameHash); the digests added next belong to it. */
   addName(name: string, h: number = nameHash(name)): void {
+    if (this.count > 0 && (this.count & CHUNK_MASK) === 0) this.closeChunk()
+    this.flushBytes()
+    this.pieces.push(name)
+    this.addRow(name.length, h)
+  }
+
+  /**
+   * Room for n latin1 characters of a name at `nameAt` (the scanner writes a name there while it
+   * reads it, then calls addWrittenName): no string per name, one per chunk.
+   */
+  nameRoom(n: number): Uint8Array {
+    if (this.byteLength + n > this.bytes.length) {
+      const next = new Uint8Array(Math.max(2 * this.bytes.length, this.byteLength + n))
+      next.set(this.bytes.subarray(0, this.byteLength))
+      this.bytes = next
+    }
+    return this.bytes
+  }
+
+  get nameAt(): number {
+    return this.byteLength
+  }
+
+  /** Starts the row of the name of `length` latin1 characters written at nameAt (h: its nameHash). */
+  addWrittenName(length: number, h: number): void {
+    if (this.count > 0 && (this.count & CHUNK_MASK) === 0) {
+      const at = this.byteLength
+      this.closeChunk()
+      this.bytes.copyWithin(0, at, at + length)
+    }
+    this.byteLength += length
+    this.addRow(length, h)
+  }
+
+  private addRow(length: number, h: number): void {
     const r = this.count
     if (STRIDE * (r + 2) > this.rows.length) this.rows = grow32(this.rows, STRIDE * (r + 2))
     if (r >= this.hashes.length) this.hashes = grow32(this.hashes, r + 1)
-    if ((r & CHUNK_MASK) === 0 && r > 0) this.closeChunk()
     const o = STRIDE * r
     this.rows[o] = this.chunkLength
-    this.rows[o + 1] = name.length
+    this.rows[o + 1] = length
     this.rows[o + 2] = this.poolLength
     this.hashes[r] = h
-    this.chunkNames.push(name)
-    this.chunkLength += name.length
+    this.chunkLength += length
+    this.chunkRows++
     this.count = r + 1
   }
 
@@ -190,11 +228,19 @@ export class NameTableBuilder {
     this.poolLength = p
   }
 
+  private flushBytes(): void {
+    if (this.byteLength === 0) return
+    this.pieces.push(Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.byteLength).toString("latin1"))
+    this.byteLength = 0
+  }
+
   private closeChunk(): void {
-    if (this.chunkNames.length === 0) return
-    this.chunks.push(this.chunkNames.join(""))
-    this.chunkNames = []
+    this.flushBytes()
+    if (this.chunkRows === 0) return
+    this.chunks.push(this.pieces.length === 1 ? this.pieces[0]! : this.pieces.join(""))
+    this.pieces = []
     this.chunkLength = 0
+    this.chunkRows = 0
   }
 }
 

@@ -90,33 +90,40 @@ const parseSlice = (t: string, a: number, b: number): { readonly value: unknown 
   }
 }
 
-/** Set by scanName: the name's nameHash, and whether it has escapes (then the hash is not used). */
+/** Set by scanName: the name's nameHash, and whether it must be added as a string (escapes, wide characters, too long). */
 let scannedHash = 0
-let scannedEscaped = false
+let scannedAsString = false
+
+/** Longest name written as bytes (PATH_MAX); longer ones are added as strings. */
+const NAME_ROOM = 4096
 
 /**
- * Index of the quote closing the name that starts at t[a], hashing it as nameTable's nameHash does,
- * or -1 (a control character, or no end). Small on purpose: the first load runs before the JIT has
- * warmed up, and a small loop is compiled sooner.
+ * Index of the quote closing the name that starts at t[a], or -1 (a control character, or no end).
+ * On the way it hashes the name as nameTable's nameHash does and writes it as latin1 into
+ * buf[at, at + NAME_ROOM). Small on purpose: the first load runs before the JIT has warmed up, and
+ * a small loop is compiled sooner.
  */
-const scanName = (t: string, a: number): number => {
+const scanName = (t: string, a: number, buf: Uint8Array, at: number): number => {
   const n = t.length
+  const end = a + NAME_ROOM
   let h = 0x811c9dc5
-  let escaped = false
+  let asString = false
   for (let j = a; j < n; j++) {
     const c = t.charCodeAt(j)
     if (c === QUOTE) {
       scannedHash = h & 0x3fffffff
-      scannedEscaped = escaped
+      scannedAsString = asString || j > end
       return j
     }
     if (c < 32) return -1
     if (c === BACKSLASH) {
-      escaped = true
+      asString = true
       j++
-    } else {
-      h = Math.imul(h ^ c, 0x01000193)
+      continue
     }
+    if (c > 255) asString = true
+    else if (j < end) buf[at + j - a] = c
+    h = Math.imul(h ^ c, 0x01000193)
   }
   return -1
 }
@@ -139,19 +146,23 @@ const scanDigests = (t: string, i: number, b: NameTableBuilder): number => {
 
 /** A map scanned into a table, and where it ended; undefined: not the plain shape. */
 const scanMap = (t: string, i: number): { readonly end: number; readonly table: NameTable } | undefined => {
-  const b = new NameTableBuilder(1024)
+  // Sized for the rest of the text, at least 45 characters per name in JSON ("/a": ["<32 hex>"],),
+  // so the arrays never grow by copying; build() keeps only what is used.
+  const rest = t.length - i
+  const b = new NameTableBuilder(Math.ceil(rest / 45), Math.ceil(rest / 2))
   i = ws(t, i + 1)
   if (t.charCodeAt(i) === RBRACE) return { end: i + 1, table: b.build() }
   for (;;) {
     if (t.charCodeAt(i) !== QUOTE) return undefined
-    const j = scanName(t, i + 1)
+    const j = scanName(t, i + 1, b.nameRoom(NAME_ROOM), b.nameAt)
     if (j < 0) return undefined
-    if (scannedEscaped) {
+    if (!scannedAsString) {
+      b.addWrittenName(j - i - 1, scannedHash)
+    } else {
+      // escapes decoded by JSON.parse; wide characters and long names kept as the text has them
       const name = parseSlice(t, i, j + 1)
       if (name === undefined || typeof name.value !== "string") return undefined
       b.addName(name.value)
-    } else {
-      b.addName(t.slice(i + 1, j), scannedHash)
     }
     i = ws(t, j + 1)
     if (t.charCodeAt(i) !== COLON) return undefined

@@ -101,6 +101,7 @@ describe("loadRuntimePolicy: refusals name the path and the reason", () => {
     expect(loadError(policyText({ release: "0" }))).toMatchObject({ path: "release" })
     expect(loadError(policyText({ ima: { ignored_keyrings: [], log_hash_alg: "md5", dm_policy: null } }))).toMatchObject({ path: "ima.log_hash_alg" })
     expect(loadError(policyText({ digests: [] }))).toMatchObject({ path: "digests", reason: "expected an object of name → [digest, …]" })
+    expect(loadError(policyText({ "ima-buf": [] }))).toMatchObject({ path: "ima-buf" })
     expect(loadError(policyText({ excludes: ["/ok/.*", 3] }))).toMatchObject({ path: "excludes[1]" })
   })
   it("names an exclude that is not a regular expression and verification keys that are not a keyring", () => {
