@@ -12,6 +12,8 @@ import { type CompiledPolicy, compileExcludes } from "./policy.js"
 import type { DigestMapField } from "./scanPolicy.js"
 import { keyringFromJson } from "./signatures.js"
 
+export type { DigestMapField } from "./scanPolicy.js"
+
 export type RuntimePolicyErrorKind =
   /** The text (or a DSSE payload) is not JSON. */
   | "NotJson"
