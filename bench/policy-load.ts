@@ -3,7 +3,8 @@
  * structure, tables), for policies of 100,000 and 1,000,000 digests. Baseline in the same run:
  * `JSON.parse` of the same text. Figures: CPU time of this process (the machine is shared; wall time
  * is printed beside it), the heap the compiled policy retains (heapUsed + external after GC, text
- * excluded), and the peak RSS of a fresh process that reads the file and loads it. For comparison, the
+ * excluded), the CPU of a full GC while it is alive (what every major GC of a verifier holding it
+ * pays), and the peak RSS of a fresh process that reads the file and loads it. For comparison, the
  * previous path at 100k: JSON.parse, a Schema decode of every digest, then the compile.
  *
  * Needs --expose-gc (scripts/bench.mjs passes it).
@@ -63,6 +64,9 @@ interface Figures {
   readonly wall: Array<number>
   readonly retained: number
   readonly parseRetained: number
+  /** CPU of a full GC (gc()) with the compiled policy alive, and with nothing loaded. */
+  readonly gcWith: number
+  readonly gcWithout: number
   readonly peak: { readonly parse: { readonly read: number; readonly peak: number }; readonly load: { readonly read: number; readonly peak: number } }
 }
 
@@ -84,6 +88,9 @@ const measure = async (n: number, rounds: number): Promise<Figures> => {
   const wall: Array<number> = []
   let retained = 0
   let parseRetained = 0
+  let gcWith = Infinity
+  let gcWithout = Infinity
+  const gcCpu = () => timed(() => gc()).cpu
   for (let i = 0; i < rounds; i++) {
     let base = await settledHeap()
     let parsed: { value: unknown; cpu: number } | undefined = timed((): unknown => JSON.parse(text))
@@ -96,10 +103,13 @@ const measure = async (n: number, rounds: number): Promise<Figures> => {
     load.push(loaded.cpu)
     wall.push(loaded.wall)
     retained = (await settledHeap()) - base
+    gcWith = Math.min(gcWith, gcCpu())
     loaded = undefined
+    await settledHeap()
+    gcWithout = Math.min(gcWithout, gcCpu())
   }
   const peak = { parse: peakRss(file, "parse"), load: peakRss(file, "load") }
-  return { size: text.length, parse, load, wall, retained, parseRetained, peak }
+  return { size: text.length, parse, load, wall, retained, parseRetained, gcWith, gcWithout, peak }
 }
 
 const report = (label: string, f: Figures) => {
@@ -110,9 +120,10 @@ const report = (label: string, f: Figures) => {
   console.log(`  loadRuntimePolicy ${f.load.map((x) => fmt(x, 0)).join(", ")} ms CPU (best ${fmt(best, 0)}; wall ${f.wall.map((x) => fmt(x, 0)).join(", ")})`)
   console.log(`  ratio to JSON.parse: best ${fmt(best / bestParse, 2)}, spread ${fmt(Math.min(...f.load.map((x, i) => x / f.parse[i]!)), 2)}–${fmt(Math.max(...f.load.map((x, i) => x / f.parse[i]!)), 2)}`)
   console.log(`  retained heap: compiled ${fmt(f.retained / MiB)} MiB (${fmt(f.retained / f.size, 2)}× the JSON); the JSON.parse object ${fmt(f.parseRetained / MiB)} MiB`)
+  console.log(`  a full GC with the compiled policy alive: ${fmt(f.gcWith)} ms CPU (${fmt(f.gcWithout)} ms with nothing loaded)`)
   const rss = (p: { read: number; peak: number }) => `${fmt(p.peak, 0)} MiB (+${fmt(p.peak - p.read, 0)})`
   console.log(`  peak RSS of a process that reads the file (${fmt(f.peak.load.read, 0)} MiB) and then: JSON.parse ${rss(f.peak.parse)}, loadRuntimePolicy ${rss(f.peak.load)}`)
-  return { best, ratio: best / bestParse, heap: f.retained / f.size }
+  return { best, ratio: best / bestParse, heap: f.retained / f.size, gc: f.gcWith }
 }
 
 console.log(`node ${process.version}; CPU time of this process, best of 3 (the machine may be shared with other work)`)
@@ -138,3 +149,4 @@ console.log(`BENCH policy_heap_ratio_to_json_size ${fmt(k100.heap, 2)}`)
 console.log(`BENCH policy_load_1m_ms ${fmt(m1.best, 0)} ms`)
 console.log(`BENCH policy_load_ratio_to_json_parse_1m ${fmt(m1.ratio, 2)}`)
 console.log(`BENCH policy_heap_ratio_to_json_size_1m ${fmt(m1.heap, 2)}`)
+console.log(`BENCH policy_full_gc_ms_1m ${fmt(m1.gc)} ms`)
