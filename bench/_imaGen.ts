@@ -63,26 +63,37 @@ export const generate = (
   const lines: Array<string> = []
   const paths: Array<string> = []
   const digests: Array<string> = []
+  // Template data written in place: 4 + "sha256:\0" + 32 + 4 + name + NUL.
+  const data = Buffer.alloc(4096)
+  const ext1 = Buffer.alloc(40)
+  const ext256 = Buffer.alloc(64)
   for (let i = from; i < to; i++) {
     const path = i === 0 ? "boot_aggregate" : pathOf(i)
     const digest = digestOf(i)
-    const name = Buffer.from(path)
-    const d = Buffer.concat([Buffer.from("sha256:\0"), Buffer.from(digest, "hex")])
-    const data = Buffer.alloc(4 + d.length + 4 + name.length + 1)
-    data.writeUInt32LE(d.length, 0)
-    d.copy(data, 4)
-    data.writeUInt32LE(name.length + 1, 4 + d.length)
-    name.copy(data, 8 + d.length)
-    const t1 = crypto.createHash("sha1").update(data).digest()
-    const t256 = crypto.createHash("sha256").update(data).digest()
-    p1 = crypto.createHash("sha1").update(p1).update(t1).digest()
-    p256 = crypto.createHash("sha256").update(p256).update(t256).digest()
+    data.writeUInt32LE(40, 0)
+    data.write("sha256:\0", 4, "latin1")
+    data.write(digest, 12, "hex")
+    const nameLen = data.write(path, 48, "utf8")
+    data.writeUInt32LE(nameLen + 1, 44)
+    data[48 + nameLen] = 0
+    const view = data.subarray(0, 49 + nameLen)
+    const t1 = hash("sha1", view)
+    const t256 = hash("sha256", view)
+    p1.copy(ext1, 0)
+    t1.copy(ext1, 20)
+    p1 = hash("sha1", ext1)
+    p256.copy(ext256, 0)
+    t256.copy(ext256, 32)
+    p256 = hash("sha256", ext256)
     lines.push(`10 ${(column === "sha1" ? t1 : t256).toString("hex")} ima-ng sha256:${digest} ${path}`)
     paths.push(path)
     digests.push(digest)
   }
   return { text: lines.join("\n") + "\n", pcrs: { sha1: p1, sha256: p256 }, paths, digests }
 }
+
+// crypto.hash: one-shot, no Hash object per call (Node ≥ 20.12).
+const hash = (alg: string, data: Uint8Array): Buffer => crypto.hash(alg, data, "buffer")
 
 /** Policy allowing entries [0, n): digests per path, plus excludes that match nothing generated. */
 export const policyFor = (n: number, logHashAlg: "sha1" | "sha256"): RuntimePolicyEncoded => {

@@ -52,6 +52,32 @@ export class RuntimePolicy extends Schema.Class<RuntimePolicy>("RuntimePolicy")(
 
 export type RuntimePolicyEncoded = typeof RuntimePolicy.Encoded
 
+/** The top-level fields in the order Keylime's JSON schema requires them (its first missing one is the one reported). */
+export const RUNTIME_POLICY_REQUIRED = ["meta", "release", "digests", "excludes", "keyrings", "ima", "ima-buf", "verification-keys"] as const
+
+/**
+ * A digest map checked only for being an object: its values (up to millions of digests) are checked
+ * and compiled in one pass by the loader (src/ima/load.ts), which names the bad entry's path as this
+ * schema would, without building a decoded copy of every array.
+ */
+export const DigestMapObject = Schema.declare(
+  (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u),
+  { identifier: "DigestMap", message: () => "expected an object of name → [digest, …]" }
+)
+
+/** RuntimePolicy with the digest maps left to the loader: what an upload is decoded with. */
+export const RuntimePolicyStructure = Schema.Struct({
+  meta: RuntimePolicyMeta,
+  release: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
+  digests: DigestMapObject,
+  excludes: Schema.Array(Schema.String),
+  keyrings: DigestMapObject,
+  ima: RuntimePolicyIma,
+  "ima-buf": DigestMapObject,
+  "verification-keys": Schema.String
+})
+export type RuntimePolicyStructure = typeof RuntimePolicyStructure.Type
+
 /** What Keylime stores when no policy is given. */
 export const emptyRuntimePolicy = (): RuntimePolicyEncoded => ({
   meta: { version: RUNTIME_POLICY_VERSION, generator: Generator.EmptyAllowList },

@@ -1,4 +1,5 @@
 // `npm run bench -- <name> [args]` runs bench/<name>.ts with tsx; without a name it lists them.
+// --expose-gc: benchmarks that report retained heap collect garbage before they read it.
 import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 
@@ -9,5 +10,5 @@ if (!name || !existsSync(`bench/${name}.ts`)) {
   console.error(`benchmarks: ${available.join(", ")}`)
   process.exit(name ? 2 : 0)
 }
-const r = spawnSync(process.execPath, ["--import", "tsx", `bench/${name}.ts`, ...rest], { stdio: "inherit" })
+const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", `bench/${name}.ts`, ...rest], { stdio: "inherit" })
 process.exit(r.status ?? 1)

@@ -4,6 +4,7 @@
  * and a reused buffer; `parseEntry` wraps it for callers that want an immutable value.
  */
 import { Data, Either } from "effect"
+import { HEX_VALUE } from "./hex.js"
 import { nameHash } from "./nameTable.js"
 
 export type TemplateName = "ima" | "ima-ng" | "ima-sig" | "ima-buf"
@@ -88,13 +89,7 @@ export const emptyFields = (): EntryFields => ({
   extraLength: 0
 })
 
-/**
- * Hex digit values by character code (-1: not hex). It covers every UTF-16 code unit so the hot
- * loops index it with `charCodeAt` directly, without a range check per character.
- */
-export const HEX_VALUE = new Int8Array(65536).fill(-1)
-for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c
-for (let c = 0; c < 6; c++) HEX_VALUE[97 + c] = HEX_VALUE[65 + c] = 10 + c
+export { HEX_VALUE } from "./hex.js"
 
 const hexVal = (c: number): number => HEX_VALUE[c]!
 

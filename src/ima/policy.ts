@@ -1,6 +1,8 @@
 /**
- * A runtime policy compiled once per policy (not per attestation): digest lookups become Maps of
- * Sets and the excludes one anchored RegExp, so the per-entry check is two hash-table probes.
+ * A runtime policy compiled once per policy (not per attestation): each digest map becomes a
+ * NameTable (flat arrays, digests as bytes) and the excludes one anchored RegExp, so the per-entry
+ * check is a hash probe and a byte compare. `loadRuntimePolicy` (load.ts) is the path from upload
+ * text; `compilePolicy` takes an already decoded RuntimePolicy.
  */
 import { Data, Either } from "effect"
 import type { RuntimePolicy } from "../../schemas/RuntimePolicy.js"
@@ -20,6 +22,7 @@ export class PolicyCompileError extends Data.TaggedError("PolicyCompileError")<{
 export type { DigestSet } from "./nameTable.js"
 export type DigestLookup = NameTable
 
+/** Whether the lower-case hex digest is in the set (tools and tests; the engine compares bytes). */
 export const digestAllowed = (set: DigestSet, hex: string): boolean => (typeof set === "string" ? set === hex : set.has(hex))
 
 export interface CompiledPolicy {
@@ -35,19 +38,8 @@ export interface CompiledPolicy {
 }
 
 // Digests may carry an "alg:" prefix (seen on boot_aggregate in Keylime's signed vector); Keylime
-// compares bare hex, so the prefix is dropped here.
-const bare = (d: string): string => {
-  const i = d.indexOf(":")
-  return (i < 0 ? d : d.slice(i + 1)).toLowerCase()
-}
-
-const toMap = (rec: Readonly<Record<string, ReadonlyArray<string>>>): NameTable =>
-  new NameTable(
-    Object.entries(rec).map(([k, v]): readonly [string, DigestSet] => {
-      const set = new Set(v.map(bare))
-      return [k, set.size === 1 ? [...set][0]! : set]
-    })
-  )
+// compares bare hex, so the table drops it.
+const toTable = (rec: Readonly<Record<string, ReadonlyArray<string>>>): NameTable => NameTable.fromEntries(Object.entries(rec))
 
 /** Python regex syntax that JavaScript spells differently. */
 const fromPython = (re: string): string => re.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>")
@@ -81,9 +73,9 @@ export const compilePolicy = (policy: RuntimePolicy): Either.Either<CompiledPoli
   const keys = keyringFromJson(policy["verification-keys"])
   if (Either.isLeft(keys)) return Either.left(new PolicyCompileError({ field: "verification-keys", reason: keys.left }))
   return Either.right({
-    digests: toMap(policy.digests),
-    keyrings: toMap(policy.keyrings),
-    imaBuf: toMap(policy["ima-buf"]),
+    digests: toTable(policy.digests),
+    keyrings: toTable(policy.keyrings),
+    imaBuf: toTable(policy["ima-buf"]),
     exclude: ex.right,
     ignoredKeyrings: new Set(policy.ima.ignored_keyrings),
     logHashAlg: policy.ima.log_hash_alg,

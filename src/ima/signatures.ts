@@ -94,21 +94,32 @@ export const verifyWithKey = (key: crypto.KeyObject, h: SigHeader, fileDigest: U
   return false
 }
 
-/** keyid → keys. Learned keys are kept per keyring name so they can be persisted with the agent's state. */
+/**
+ * keyid → keys. Learned keys are kept per keyring name so they can be persisted with the agent's
+ * state. A keyring can sit over other keyrings (the tenant's, the policy's) and look keys up in
+ * them too: one evaluation adds what it learns to its own layer without copying the others.
+ */
 export class ImaKeyring {
   private readonly byId = new Map<string, Array<crypto.KeyObject>>()
   readonly learned: Array<{ readonly keyring: string; readonly der: string }> = []
 
+  constructor(private readonly bases: ReadonlyArray<ImaKeyring> = []) {}
+
+  /** A keyring over the given ones (undefined entries skipped), to learn into. */
+  static over(...bases: ReadonlyArray<ImaKeyring | undefined>): ImaKeyring {
+    return new ImaKeyring(bases.filter((b): b is ImaKeyring => b !== undefined && b.size > 0))
+  }
+
+  /** Key ids here and in the keyrings below (a key id in two layers counts twice: used as "any keys?"). */
   get size(): number {
-    return this.byId.size
+    let n = this.byId.size
+    for (const b of this.bases) n += b.size
+    return n
   }
 
   add(key: crypto.KeyObject): string | undefined {
     const id = imaKeyId(key)
-    if (id === undefined) return undefined
-    const list = this.byId.get(id)
-    if (list === undefined) this.byId.set(id, [key])
-    else if (!list.some((k) => k.equals(key))) list.push(key)
+    if (id !== undefined) this.addWithId(id, key)
     return id
   }
 
@@ -118,25 +129,61 @@ export class ImaKeyring {
     this.learned.push({ keyring, der: key.export({ format: "der", type: "spki" }).toString("base64") })
   }
 
+  /**
+   * Adds a key learned in an earlier round, as the state stores it (base64 SPKI DER); false when it
+   * is not a key. Parsed keys are cached by their DER: every round of every agent restores them.
+   */
+  restore(keyring: string, der: string): boolean {
+    const known = restoredKey(der)
+    if (known === undefined) return false
+    if (known.id !== undefined) this.addWithId(known.id, known.key)
+    this.learned.push({ keyring, der })
+    return true
+  }
+
   /** Checks an ima-sig signature field against the file digest of the entry. */
   verify(sig: Uint8Array, fileDigest: Uint8Array): boolean {
     const h = parseSigHeader(sig)
-    if (h === undefined) return false
-    const keys = this.byId.get(h.keyid)
-    if (keys === undefined) return false
-    for (const k of keys) if (verifyWithKey(k, h, fileDigest)) return true
-    return false
+    return h !== undefined && this.verifyHeader(h, fileDigest)
   }
 
   addAll(other: ImaKeyring): void {
     for (const list of other.byId.values()) for (const k of list) this.add(k)
+    for (const b of other.bases) this.addAll(b)
   }
 
+  /** A keyring with the same keys (this layer's and those below), learning nothing from this one. */
   clone(): ImaKeyring {
-    const k = new ImaKeyring()
+    const k = new ImaKeyring(this.bases)
     for (const [id, list] of this.byId) k.byId.set(id, [...list])
     return k
   }
+
+  private verifyHeader(h: SigHeader, fileDigest: Uint8Array): boolean {
+    const keys = this.byId.get(h.keyid)
+    if (keys !== undefined) for (const k of keys) if (verifyWithKey(k, h, fileDigest)) return true
+    for (const b of this.bases) if (b.verifyHeader(h, fileDigest)) return true
+    return false
+  }
+
+  private addWithId(id: string, key: crypto.KeyObject): void {
+    const list = this.byId.get(id)
+    if (list === undefined) this.byId.set(id, [key])
+    else if (!list.some((k) => k.equals(key))) list.push(key)
+  }
+}
+
+const RESTORED_MAX = 4096
+const restored = new Map<string, { readonly key: crypto.KeyObject; readonly id: string | undefined } | undefined>()
+
+/** A learned key from its stored DER, parsed once per process (bounded: the oldest is dropped first). */
+const restoredKey = (der: string): { readonly key: crypto.KeyObject; readonly id: string | undefined } | undefined => {
+  if (restored.has(der)) return restored.get(der)
+  const key = publicKeyFrom(Buffer.from(der, "base64"))
+  const entry = key === undefined ? undefined : { key, id: imaKeyId(key) }
+  if (restored.size >= RESTORED_MAX) restored.delete(restored.keys().next().value!)
+  restored.set(der, entry)
+  return entry
 }
 
 /**

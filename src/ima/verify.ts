@@ -8,8 +8,8 @@ import type * as crypto from "node:crypto"
 import { digestHexOf, emptyFields, nameOf, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
 import { digestSize, type HashAlg, hashAlgFromHexLength, hashLatin1 } from "./hash.js"
-import { bytesAt, NameTable } from "./nameTable.js"
-import { type CompiledPolicy, digestAllowed, type DigestLookup } from "./policy.js"
+import { NameTable } from "./nameTable.js"
+import type { CompiledPolicy, DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
 import { decideStart, type ImaState, initialImaState } from "./state.js"
 
@@ -137,12 +137,10 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   const policy = input.policy
   const logAlg: HashAlg = policy?.logHashAlg ?? "sha1"
   const logHexLen = 2 * digestSize(logAlg)
-  const keyring = input.keyring?.clone() ?? new ImaKeyring()
-  if (policy !== undefined) keyring.addAll(policy.verificationKeys)
-  for (const l of start.learnedKeys) {
-    const k = publicKeyFrom(Buffer.from(l.der, "base64"))
-    if (k !== undefined) keyring.learn(l.keyring, k)
-  }
+  // The tenant's and the policy's keys are looked up in place, not copied, and learned keys are
+  // restored from a cache of parsed keys: a round's set-up does not depend on how many keys there are.
+  const keyring = ImaKeyring.over(input.keyring, policy?.verificationKeys)
+  for (const l of start.learnedKeys) keyring.restore(l.keyring, l.der)
   const extraBoot = new Set((input.bootAggregates ?? []).map((d) => d.slice(d.indexOf(":") + 1).toLowerCase()))
 
   const failures: Array<ImaFailure> = []
@@ -161,24 +159,19 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   /** Keylime `_validate_ima_ng` against one of the policy's maps; returns true when it passes. */
   const checkNg = (map: DigestLookup, line: number): boolean => {
     if (policy === undefined) return true
-    const name = nameOf(text, f)
-    // An allowed digest passes whether or not the path is excluded, so the exclude RegExp runs on misses only.
+    // The usual case, a listed digest, is a hash probe and a byte compare with the decoded entry
+    // digest: no string is cut from the list. An allowed digest passes whether or not the path is
+    // excluded, so the exclude RegExp runs on misses only.
     const row = map.lookupRow(text, f.nameStart, f.nameEnd, f.nameHash)
-    const allowed = row?.digests
-    if (row !== undefined) {
-      // the usual single digest is compared as bytes with the decoded entry digest
-      if (row.bytes !== undefined) {
-        if (bytesAt(row.bytes, tb.buf, f.digestStart, f.digestLength)) return true
-      } else if (typeof row.digests !== "string" && row.digests.has(digestHexOf(text, f))) return true
-    }
-    const digestHex = digestHexOf(text, f)
+    if (row >= 0 && map.allows(row, tb.buf, f.digestStart, f.digestLength)) return true
+    const name = nameOf(text, f)
     if (policy.exclude !== undefined && policy.exclude.test(name)) return true
-    const hex = digestHex.toLowerCase()
-    if (allowed === undefined && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
+    const hex = digestHexOf(text, f).toLowerCase()
+    if (row < 0 && !(name === "boot_aggregate" && extraBoot.size > 0 && map === policy.digests)) {
       failures.push(failure(FailureType.notInAllowlist, `File not found in allowlist: ${name} (entry ${line})`, line, name))
       return false
     }
-    if ((allowed !== undefined && digestAllowed(allowed, hex)) || (name === "boot_aggregate" && extraBoot.has(hex))) return true
+    if (name === "boot_aggregate" && extraBoot.has(hex)) return true
     failures.push(
       failure(FailureType.runtimePolicyHash, `Hash not found in runtime policy: ${name} has ${f.digestAlg}:${hex} (entry ${line})`, line, name)
     )
@@ -342,4 +335,4 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   return { failures, state, matchedEntries, entries: count, pcrs: endPcrs, retry: false }
 }
 
-const emptyMap: DigestLookup = new NameTable()
+const emptyMap: DigestLookup = NameTable.empty

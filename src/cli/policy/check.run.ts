@@ -2,10 +2,9 @@
 import { Console, Effect, Either, Option } from "effect"
 import type { HashAlg } from "../../tpm/hashAlg.js"
 import { hashAlgFromHexLength, isHex } from "../../ima/hash.js"
-import { compilePolicy } from "../../ima/policy.js"
 import { keyringFromPems } from "../../ima/signatures.js"
 import { verifyIma } from "../../ima/verify.js"
-import { cliFail, readPolicy, readText, reportErrors } from "./runtimeCommon.js"
+import { cliFail, readCompiledPolicy, readText, reportErrors } from "./runtimeCommon.js"
 
 export const run = (o: {
   readonly policy: string
@@ -16,9 +15,7 @@ export const run = (o: {
   readonly imaKey: ReadonlyArray<string>
 }) =>
   Effect.gen(function*() {
-    const pol = yield* readPolicy(o.policy)
-    const compiled = compilePolicy(pol)
-    if (Either.isLeft(compiled)) return yield* cliFail(`${o.policy}: ${compiled.left.message}`)
+    const compiled = yield* readCompiledPolicy(o.policy)
     const list = yield* readText(o.imaList)
     const pems: Array<string> = []
     for (const k of o.imaKey) pems.push(yield* readText(k))
@@ -39,7 +36,7 @@ export const run = (o: {
       quoted = { [bank]: new Uint8Array(Buffer.from(hex, "hex")) }
     }
 
-    const r = verifyIma({ list, startEntry: 0, policy: compiled.right, quotedPcr10: quoted, banks: [bank], bootAggregates: o.bootAggregate, keyring: keyring.right })
+    const r = verifyIma({ list, startEntry: 0, policy: compiled, quotedPcr10: quoted, banks: [bank], bootAggregates: o.bootAggregate, keyring: keyring.right })
     for (const f of r.failures) {
       const where = f.context.line === undefined ? "list" : `entry ${f.context.line}`
       yield* Console.log(`FAIL ${where}${f.context.path === undefined ? "" : ` ${f.context.path}`}: ${f.context.message} [${f.type}]`)

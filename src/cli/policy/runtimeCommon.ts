@@ -10,7 +10,10 @@ import {
   runtimePolicyFromAllowlistText,
   runtimePolicyFromLegacyJson
 } from "../../../schemas/RuntimePolicy.js"
+import { compileRuntimePolicyDocument, type RuntimePolicyError } from "../../ima/compileDocument.js"
 import { decodeDsseEnvelopeJson, type DsseEnvelope } from "../../ima/dsse.js"
+import { loadRuntimePolicy } from "../../ima/load.js"
+import type { CompiledPolicy } from "../../ima/policy.js"
 
 /** What a policy command reports when it cannot do its job (CLI boundary). */
 export class PolicyCliError extends Schema.TaggedError<PolicyCliError>()("PolicyCliError", {
@@ -92,3 +95,39 @@ const decodeOrFail = (path: string, value: unknown): Effect.Effect<RuntimePolicy
     ? Effect.succeed(r.right)
     : cliFail(`${path} is not a valid runtime policy: ${r.left.message.split("\n").map((l) => l.trim()).filter((l) => l !== "").slice(-2).join(": ")}`)
 }
+
+const isLegacyJson = (obj: unknown): boolean => typeof obj === "object" && obj !== null && "hashes" in obj && !("digests" in obj)
+
+const loadFailure = (path: string, e: RuntimePolicyError) =>
+  cliFail(e.kind === "NotJson" ? `${path} is not valid JSON: ${e.reason}` : `${path}: ${e.message}`)
+
+/**
+ * Reads and compiles a runtime policy the way the verifier loads an upload (`loadRuntimePolicy`; a
+ * DSSE envelope's payload is taken without checking its signature, which `attest policy verify`
+ * does), or converts the old JSON allowlist or a `<digest>  <path>` allowlist first.
+ */
+export const readCompiledPolicy = (path: string): Effect.Effect<CompiledPolicy, PolicyCliError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const text = yield* readText(path)
+    const loaded = loadRuntimePolicy(text)
+    if (Either.isRight(loaded)) return loaded.right.policy
+    const env = envelopeOf(text)
+    const body = env === undefined ? text : Buffer.from(env.payload, "base64").toString("utf8")
+    const json = parseJson(body)
+    let converted: unknown
+    if (Either.isRight(json) && isLegacyJson(json.right)) {
+      const legacy = runtimePolicyFromLegacyJson(body)
+      if (Either.isLeft(legacy)) return yield* cliFail(`${path} is not a valid JSON allowlist: ${firstLine(legacy.left.message)}`)
+      converted = legacy.right
+    } else if (Either.isLeft(json) && !body.trimStart().startsWith("{")) {
+      const fromText = runtimePolicyFromAllowlistText(body)
+      if (Either.isLeft(fromText)) {
+        return yield* cliFail(`${path} is neither a runtime policy JSON nor an allowlist (line ${fromText.left.line}: ${fromText.left.message})`)
+      }
+      converted = fromText.right
+    } else {
+      return yield* loadFailure(path, loaded.left)
+    }
+    const compiled = compileRuntimePolicyDocument(converted)
+    return Either.isRight(compiled) ? compiled.right.policy : yield* loadFailure(path, compiled.left)
+  })

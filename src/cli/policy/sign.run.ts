@@ -2,13 +2,13 @@
 import * as crypto from "node:crypto"
 import { Effect, Either, Option } from "effect"
 import { signEnvelope } from "../../ima/dsse.js"
-import { cliFail, readBytes, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
+import { cliFail, readBytes, readCompiledPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 const tryEither = <A>(f: () => A) => Either.try({ try: f, catch: (e) => (e instanceof Error ? e.message : String(e)) })
 
 export const run = (o: { readonly policy: string; readonly key: string; readonly cert: Option.Option<string>; readonly output: Option.Option<string> }) =>
   Effect.gen(function*() {
-    yield* readPolicy(o.policy) // refuse to sign something that is not a policy
+    yield* readCompiledPolicy(o.policy) // refuse to sign what the verifier would not load
     const payload = yield* readBytes(o.policy)
     const keyPem = yield* readText(o.key)
     const privateKey = tryEither(() => crypto.createPrivateKey(keyPem))

@@ -1,7 +1,7 @@
 /** How `attest policy verify` runs: check the envelope's signature and that its payload is a runtime policy. */
 import { Console, Effect, Either, Option } from "effect"
-import { decodeRuntimePolicyJson } from "../../../schemas/RuntimePolicy.js"
 import { dsseKeyId, verificationKeyFrom, verifyEnvelope } from "../../ima/dsse.js"
+import { loadRuntimePolicy } from "../../ima/load.js"
 import { cliFail, envelopeOf, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 export const run = (o: { readonly policy: string; readonly key: string; readonly output: Option.Option<string> }) =>
@@ -13,7 +13,8 @@ export const run = (o: { readonly policy: string; readonly key: string; readonly
     const payload = verifyEnvelope(env, pub)
     if (Either.isLeft(payload)) return yield* cliFail(`${o.policy}: ${payload.left.message}`)
     const text = Buffer.from(payload.right).toString("utf8")
-    if (Either.isLeft(decodeRuntimePolicyJson(text))) return yield* cliFail(`${o.policy}: signature is valid but the payload is not a runtime policy`)
+    const loaded = loadRuntimePolicy(text)
+    if (Either.isLeft(loaded)) return yield* cliFail(`${o.policy}: signature is valid but the payload is not a runtime policy (${loaded.left.message})`)
     if (Option.isSome(o.output)) yield* writeOutput(o.output, text.trimEnd())
     yield* Console.log(`OK: ${o.policy} is signed by key ${dsseKeyId(pub)}`)
   }).pipe(reportErrors("verify"))
