@@ -15,8 +15,8 @@ describe("Prometheus exposition", () => {
   it.effect("writes counters and gauges with HELP, TYPE and escaped labels, parseable back", () =>
     Effect.gen(function*() {
       const c = Metric.counter("t_prom_requests_total", { description: "Requests \\ with a\nnewline", incremental: true })
-      yield* Metric.incrementBy(c.pipe(Metric.tagged("path", "a \"quoted\" \\ value\nnext")), 3)
-      yield* Metric.increment(c.pipe(Metric.tagged("path", "plain")))
+      yield* Metric.incrementBy(Metric.tagged(c, "path", "a \"quoted\" \\ value\nnext"), 3)
+      yield* Metric.increment(Metric.tagged(c, "path", "plain"))
       yield* Metric.set(Metric.gauge("t_prom_depth", { description: "Depth" }).pipe(Metric.tagged("queue", "q1")), 7.5)
       const text = only("t_prom_", renderPrometheus(yield* Metric.snapshot))
       expect(text).toContain("# HELP t_prom_requests_total Requests \\\\ with a\\nnewline\n# TYPE t_prom_requests_total counter\n")
