@@ -55,6 +55,10 @@ export type EarClaims = typeof EarClaims.Type
 
 const Header = Schema.Struct({ alg: Schema.Literal("ES256"), typ: Schema.optional(Schema.String), kid: Schema.optional(Schema.String) })
 
+// made once: building a decoder per token costs more than the signature check
+const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(Header))
+const decodeClaims = Schema.decodeUnknownEither(Schema.parseJson(EarClaims))
+
 export class EarError extends Data.TaggedError("EarError")<{
   readonly reason: "nonce" | "malformed" | "unknown_key" | "signature" | "claims"
   readonly message: string
@@ -144,7 +148,7 @@ export const verifyEar = (token: string, keys: ReadonlyArray<EarVerificationKey>
     const payloadBytes = yield* decodeSegment(p, "payload")
     const signature = yield* decodeSegment(s, "signature")
     const header = yield* Either.mapLeft(
-      Schema.decodeUnknownEither(Schema.parseJson(Header))(headerBytes.toString("utf8")),
+      decodeHeader(headerBytes.toString("utf8")),
       () => new EarError({ reason: "malformed", message: "the token's header is not a JSON object with alg ES256" })
     )
     const candidates = header.kid === undefined ? keys : keys.filter((k) => k.kid === header.kid)
@@ -156,7 +160,7 @@ export const verifyEar = (token: string, keys: ReadonlyArray<EarVerificationKey>
     const by = candidates.find((k) => crypto.verify("sha256", signed, { key: k.key, dsaEncoding: "ieee-p1363" }, signature))
     if (by === undefined) return yield* Either.left(new EarError({ reason: "signature", message: "the signature does not verify with the key" }))
     const claims = yield* Either.mapLeft(
-      Schema.decodeUnknownEither(Schema.parseJson(EarClaims))(payloadBytes.toString("utf8")),
+      decodeClaims(payloadBytes.toString("utf8")),
       (e) => new EarError({ reason: "claims", message: `the claims are not an EAR: ${e.message.split("\n").slice(0, 3).join(" ")}` })
     )
     return { kid: by.kid, claims }

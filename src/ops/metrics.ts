@@ -70,14 +70,30 @@ export interface Family<M> {
 
 const family = <K extends AnyKey>(key: K, entry: CatalogEntry): Family<MetricOf<K>> => {
   entries.push(entry)
-  const cache = new Map<string, MetricOf<K>>()
+  // one map level per label: a lookup allocates nothing (no joined key)
+  type Level = Map<string, Level | MetricOf<K>>
+  const root: Level = new Map()
+  let unlabelled: MetricOf<K> | undefined
+  const make = (values: ReadonlyArray<string>): MetricOf<K> => {
+    const labels = entry.labels.map((name, i) => MetricLabel.make(name, values[i] ?? ""))
+    return Metric.fromMetricKey(MetricKey.taggedWithLabels(key as MetricKey.MetricKey.Counter<number>, labels)) as unknown as MetricOf<K>
+  }
   const series = (...values: ReadonlyArray<string>): MetricOf<K> => {
-    const id = values.length === 1 ? values[0]! : values.join("\u0000")
-    let m = cache.get(id)
+    if (values.length === 0) return (unlabelled ??= make(values))
+    let level = root
+    for (let i = 0; i < values.length - 1; i++) {
+      let next = level.get(values[i]!) as Level | undefined
+      if (next === undefined) {
+        next = new Map()
+        level.set(values[i]!, next)
+      }
+      level = next
+    }
+    const last = values[values.length - 1]!
+    let m = level.get(last) as MetricOf<K> | undefined
     if (m === undefined) {
-      const labels = entry.labels.map((name, i) => MetricLabel.make(name, values[i] ?? ""))
-      m = Metric.fromMetricKey(MetricKey.taggedWithLabels(key as MetricKey.MetricKey.Counter<number>, labels)) as unknown as MetricOf<K>
-      cache.set(id, m)
+      m = make(values)
+      level.set(last, m)
     }
     return m
   }
@@ -180,7 +196,9 @@ export const observeDbPool = (database: string, use: DbPoolUse): Effect.Effect<v
 
 export type AttestationModel = "pull" | "push" | "evidence"
 
-export const unsafeRecordAttestation = (model: AttestationModel, valid: boolean, failureTypes: ReadonlyArray<string> = []): void => {
+const NO_FAILURES: ReadonlyArray<string> = []
+
+export const unsafeRecordAttestation = (model: AttestationModel, valid: boolean, failureTypes: ReadonlyArray<string> = NO_FAILURES): void => {
   Metrics.attestations.series(model, valid ? "valid" : "invalid").unsafeUpdate(1, NO_TAGS)
   if (failureTypes.length === 0) return
   if (failureTypes.length === 1) {
