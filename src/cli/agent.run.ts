@@ -11,6 +11,9 @@ import type { AgentOptions as AgentSection } from "../config/sections.js"
 import type { HashAlg, KeyAlg, SignScheme } from "../tpm/Tpm.js"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
 import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { Logging } from "../../layers/Logging.js"
+import { Tracing } from "../../layers/Tracing.js"
+import { version } from "./version.js"
 
 const readPem = (file: string) =>
   Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => new Error(`cannot read ${file}: ${(e as Error).message}`) })
@@ -72,28 +75,35 @@ export interface AgentArgs {
 export const run = ({ config, measurements, tcti, tpm }: AgentArgs) =>
   Effect.gen(function*() {
     const section = yield* AgentConfig.pipe(Effect.provide(AgentConfig.layer), Effect.provide(ConfigSources.fromFile(config)))
-    const options = yield* agentOptionsFromSection(section)
-    yield* Effect.try({
-      try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
-      catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
-    })
-    const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
-    const simulated = measured === "simulated"
-    for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
-    const tpmLayer = tpm === "simulator"
-      ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
-      : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
-    const sourceLayer = simulated
-      ? simulatedMachine({ name: options.agentId })
-      : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
-    const running = agentLayer(options).pipe(
-      Layer.provide(sourceLayer),
-      Layer.provide(tpmLayer),
-      Layer.provide(NodeHttpClient.layerUndici)
-    )
+    const say = Logging.say(section.log_format)
     yield* Effect.gen(function*() {
-      const agent = yield* RunningAgent
-      yield* Console.log(`attest agent ${agent.agentId} serving on ${agent.url}`)
-      return yield* Effect.never
-    }).pipe(Effect.provide(running))
+      const options = yield* agentOptionsFromSection(section)
+      yield* Effect.try({
+        try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
+        catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
+      })
+      const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
+      const simulated = measured === "simulated"
+      for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
+      const tpmLayer = tpm === "simulator"
+        ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
+        : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
+      const sourceLayer = simulated
+        ? simulatedMachine({ name: options.agentId })
+        : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
+      const running = agentLayer(options).pipe(
+        Layer.provide(sourceLayer),
+        Layer.provide(tpmLayer),
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
+      yield* Effect.gen(function*() {
+        const agent = yield* RunningAgent
+        yield* say(`attest agent ${agent.agentId} serving on ${agent.url}`)
+        return yield* Effect.never
+      }).pipe(
+        Effect.provide(running),
+        // the registration requests carry the trace context (traceparent) to the registrar
+        Effect.provide(Tracing.fromSection(section, "attest-agent", version))
+      )
+    }).pipe(Effect.provide(Logging.fromSection(section)))
   }).pipe(Effect.tapError((e) => Console.error(`attest agent: ${"message" in e ? e.message : String(e)}`)))

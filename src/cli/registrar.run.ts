@@ -1,18 +1,29 @@
 /** How `attest registrar` runs: start the registrar from `[registrar]` and say where it listens. */
-import { Console, Effect, Layer, type Option } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { ConfigSources, RegistrarConfig } from "../config/services.js"
 import { BoundListeners } from "../../layers/HttpServers.js"
+import { Logging } from "../../layers/Logging.js"
+import { MetricsEndpoint } from "../../layers/Metrics.js"
+import { Tracing } from "../../layers/Tracing.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
+import { version } from "./version.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>
   Effect.gen(function*() {
     const section = yield* RegistrarConfig.pipe(Effect.provide(RegistrarConfig.layer), Effect.provide(ConfigSources.fromFile(config)))
+    const say = Logging.say(section.log_format)
     yield* Layer.launch(
       Layer.effectDiscard(Effect.gen(function*() {
         const bound = yield* BoundListeners
         for (const l of bound.values()) {
-          yield* Console.log(`attest registrar: ${l.tls ? "admin (HTTPS, mTLS)" : "agents (HTTP)"} on ${l.url}`)
+          yield* say(`attest registrar: ${l.tls ? "admin (HTTPS, mTLS)" : "agents (HTTP)"} on ${l.url}`)
         }
+        const metrics = yield* MetricsEndpoint
+        if (Option.isSome(metrics)) yield* say(`attest registrar: metrics (Prometheus) on ${metrics.value}/metrics`)
       })).pipe(Layer.provideMerge(RegistrarFromConfig(section)))
+    ).pipe(
+      // for everything the process runs: the exporting tracer (if otlp_endpoint is set) and the logger
+      Effect.provide(Tracing.fromSection(section, "attest-registrar", version)),
+      Effect.provide(Logging.fromSection(section))
     )
   }).pipe(Effect.tapError((e) => Console.error(`attest registrar: ${"message" in e ? e.message : String(e)}`)))

@@ -3,6 +3,7 @@
  * (registrar on SQLite, generated CA, N agents on simulated TPMs and machines).
  */
 import { Command, Options } from "@effect/cli"
+import { LOG_FORMATS, REGISTRAR_METRICS_PORT } from "../config/operationsOptions.js"
 import { lazy } from "./lazy.js"
 
 export const upCommand = Command.make(
@@ -14,7 +15,16 @@ export const upCommand = Command.make(
     registrarPort: Options.integer("registrar-port").pipe(Options.withDescription("registrar HTTP port (0: any free port)"), Options.withDefault(8890)),
     registrarTlsPort: Options.integer("registrar-tls-port").pipe(Options.withDescription("registrar HTTPS port (0: any free port)"), Options.withDefault(8891)),
     verbose: Options.boolean("verbose").pipe(Options.withDescription("also print every component's log lines")),
-    agentPort: Options.integer("agent-port").pipe(Options.withDescription("first agent's HTTPS port; the others follow (0: any free ports)"), Options.withDefault(9002))
+    agentPort: Options.integer("agent-port").pipe(Options.withDescription("first agent's HTTPS port; the others follow (0: any free ports)"), Options.withDefault(9002)),
+    metricsPort: Options.integer("metrics-port").pipe(
+      Options.withDescription("registrar's Prometheus /metrics port, plain HTTP on --host (0: off)"),
+      Options.withDefault(REGISTRAR_METRICS_PORT)
+    ),
+    logFormat: Options.choice("log-format", LOG_FORMATS).pipe(Options.withDescription("component log lines: pretty, json or logfmt"), Options.withDefault("pretty" as const)),
+    otlpEndpoint: Options.text("otlp-endpoint").pipe(
+      Options.withDescription("OTLP/HTTP collector base URL that traces are sent to (empty: none)"),
+      Options.withDefault("")
+    )
   },
   lazy(() => import("./up.run.js"), (m) => m.run)
 ).pipe(Command.withDescription("Start a registrar and simulated agents in one process on embedded defaults (./.attest, SQLite, generated CA)."))

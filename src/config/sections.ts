@@ -4,6 +4,7 @@
  * follow from the table.
  */
 import { literalList } from "./literalList.js"
+import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
 import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
@@ -74,7 +75,9 @@ export const verifierSection = {
   notification_queue_size: integer(10_000, "notifications kept per notifier while it is unreachable (oldest dropped beyond)", { min: 1 }),
   agent_ca: stringList([], "CA certificates that sign agents' HTTPS certificates; empty: trust exactly each agent's mtls_cert"),
   max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
-  policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 })
+  policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 }),
+  // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
+  ...verifierOperationsOptions
 } as const satisfies SectionSpec
 
 export const registrarSection = {
@@ -85,7 +88,9 @@ export const registrarSection = {
   ...database,
   ek_ca_dir: string(`${DATA_DIR}/tpm_cert_store`, "TPM manufacturer CA certificates (EK certificate trust store)"),
   tpm_identity: literal(["default", "ek_cert", "iak_idevid", "ek_cert_or_iak_idevid"], "default", "which TPM identity registration requires"),
-  max_body_size: integer(1_048_576, "largest accepted request body in bytes", { min: 1024 })
+  max_body_size: integer(1_048_576, "largest accepted request body in bytes", { min: 1024 }),
+  // --- operations: logs, traces, metrics listener (src/config/operationsOptions.ts) ---
+  ...registrarOperationsOptions
 } as const satisfies SectionSpec
 
 export const tenantSection = {
@@ -105,7 +110,9 @@ export const tenantSection = {
   accept_tpm_signing_algs: stringList(["ecschnorr", "rsassa"], "signing algorithms accepted"),
   request_timeout: seconds(60, "timeout of requests (seconds)"),
   max_retries: integer(5, "retries of a failed request", { min: 0 }),
-  retry_interval: seconds(2, "seconds between retries")
+  retry_interval: seconds(2, "seconds between retries"),
+  // --- operations: logs, traces (src/config/operationsOptions.ts) ---
+  ...observabilityOptions
 } as const satisfies SectionSpec
 
 export const agentSection = {
@@ -131,7 +138,9 @@ export const agentSection = {
   payload_script: string("autorun.sh", "script run from a delivered payload"),
   ima_ml_path: string("/sys/kernel/security/ima/ascii_runtime_measurements", "IMA measurement list"),
   measuredboot_ml_path: string("/sys/kernel/security/tpm0/binary_bios_measurements", "UEFI event log"),
-  attestation_interval_seconds: seconds(60, "push model: seconds between attestations")
+  attestation_interval_seconds: seconds(60, "push model: seconds between attestations"),
+  // --- operations: logs, traces (src/config/operationsOptions.ts) ---
+  ...observabilityOptions
 } as const satisfies SectionSpec
 
 export const sections = {

@@ -1,7 +1,8 @@
 /**
  * The request platform shared by registrar, verifier and agent, in front of an HttpApi app: the
  * body read once within its byte and JSON-depth limits (src/http/body.ts), the version prefix,
- * trailing-slash normalisation, `Retry-After` on every 503, and the envelope for every answer.
+ * trailing-slash normalisation, `Retry-After` on every 503, the envelope for every answer, and the
+ * request metrics (requestMetrics.ts).
  * Listeners (node servers with the TLS policy and the clientError hook) are layers/HttpServers.ts.
  */
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -10,6 +11,7 @@ import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
+import { recordRequestMetrics } from "./requestMetrics.js"
 import { currentApiVersion, matchVersionPrefix, type VersionSet } from "./versions.js"
 
 export interface PlatformOptions {
@@ -92,6 +94,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
     }).pipe(
       envelopeDefects,
       Effect.map(withRetryAfter),
+      recordRequestMetrics,
       Effect.locally(currentListener, listener),
       Effect.locally(currentMaxBodyBytes, options.maxBodyBytes),
       HttpServerRequest.withMaxBodySize(Option.some(options.maxBodyBytes))

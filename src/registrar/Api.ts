@@ -2,9 +2,10 @@
  * The registrar's HTTP API (spec §4.2, §5.6). Routes are written without a version prefix: the
  * platform strips `/v2.x` (src/http/versions.ts), so the same group serves every 2.x version.
  * Public operations (register, activate, version) and admin operations (list, show, delete) share
- * the group; each handler states its operation class to the authorization provider.
+ * the group; each handler states its operation class to the authorization provider. The summaries
+ * say who may call each one (docs/openapi/registrar.json, served at GET /openapi.json).
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentId } from "../../schemas/Common.js"
 import { BadRequestE, Empty, Envelope, ForbiddenE, InternalErrorE, NotFoundE, ServiceUnavailableE } from "../../schemas/Envelope.js"
@@ -25,33 +26,39 @@ const AgentPath = Schema.Struct({ agent_id: AgentId })
 /** Activation is served on three method/route pairs (spec §5.6) with one contract. */
 const activation = <const Name extends string>(method: "PUT" | "POST", name: Name, path: HttpApiEndpoint.PathSegment) =>
   HttpApiEndpoint.make(method)(name, path).setPath(AgentPath).setPayload(ActivateRequest).addSuccess(Envelope(Empty))
+    .annotate(OpenApi.Summary, "Activate: auth_tag = hex HMAC-SHA384(key = base64 of the activated secret, agent id) (public)")
 
 export class RegistrarAgents extends HttpApiGroup.make("agents")
-  .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)))
+  .add(HttpApiEndpoint.get("version", "/version").addSuccess(Envelope(VersionInfo)).annotate(OpenApi.Summary, "API versions served (public)"))
   .add(
     HttpApiEndpoint.get("list", "/agents")
       .addSuccess(Envelope(AgentList))
+      .annotate(OpenApi.Summary, "List registered agent ids (admin: mTLS client certificate, HTTPS port)")
   )
   .add(
     HttpApiEndpoint.get("show", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(AgentRecord))
+      .annotate(OpenApi.Summary, "An activated agent's record: EK, AK, contact address, mTLS certificate (admin)")
   )
   .add(
     HttpApiEndpoint.del("remove", "/agents/:agent_id")
       .setPath(AgentPath)
       .addSuccess(Envelope(Empty))
+      .annotate(OpenApi.Summary, "Delete a registration (admin)")
   )
   .add(
     HttpApiEndpoint.post("register", "/agents/:agent_id")
       .setPath(AgentPath)
       .setPayload(RegisterRequest)
       .addSuccess(Envelope(RegisterResponse))
+      .annotate(OpenApi.Summary, "Register: EK (certificate), AK, contact address; answers the credential blob (public, plain-HTTP port)")
   )
   .add(
     HttpApiEndpoint.post("registerWithBodyId", "/agents")
       .setPayload(RegisterWithIdRequest)
       .addSuccess(Envelope(RegisterResponse))
+      .annotate(OpenApi.Summary, "Register with the agent id in the body (public)")
   )
   .add(activation("PUT", "activate", "/agents/:agent_id/activate"))
   .add(activation("POST", "activatePost", "/agents/:agent_id/activate"))
@@ -62,6 +69,7 @@ export class RegistrarAgents extends HttpApiGroup.make("agents")
       .setPath(AgentPath)
       .setPayload(VactivateRequest)
       .addSuccess(Envelope(Empty))
+      .annotate(OpenApi.Summary, "TPM 1.2 deep-quote activation: always refused (400)")
   )
   // every operation can be refused (authorization, bad input), name an agent that is not there, fail
   // internally (database), or find the database momentarily unreachable (503 with Retry-After)

@@ -2,7 +2,8 @@
  * The registrar's domain service: registration (EK certificate chain, AK checks, MakeCredential),
  * activation (HMAC over the agent id with the wrapped secret), and the admin reads. It fails with
  * domain errors carrying the facts (errors.ts; the database's RepoError says whether it was
- * transient); Http.ts chooses status and text. Every change is logged with the agent id.
+ * transient); Http.ts chooses status and text. Every change is logged with the agent id, and every
+ * registration and activation is counted by result (src/ops/metrics.ts).
  */
 import { Context, Effect, Either, Option } from "effect"
 import type { AgentRecord, RegisterRequest } from "../../schemas/Registrar.js"
@@ -25,6 +26,28 @@ import {
   type TpmIdentityPolicy
 } from "./registration.js"
 import { RegistrarRepo } from "./Repo.js"
+import { type ActivationResult, recordActivation, recordRegistration, type RegistrationResult } from "../ops/metrics.js"
+import type { RegistrarError } from "./errors.js"
+
+/** The metrics result of a refused registration. */
+const registrationRefusal = (e: RegistrarError): RegistrationResult =>
+  e._tag === "InvalidRegistrationData"
+    ? "invalid_data"
+    : e._tag === "DifferentTpmIdentity"
+    ? "different_identity"
+    : e._tag === "ConcurrentRegistration"
+    ? "concurrent"
+    : "database_error"
+
+/** The metrics result of a refused activation. */
+const activationRefusal = (e: RegistrarError): ActivationResult =>
+  e._tag === "AgentNotFound"
+    ? "not_found"
+    : e._tag === "AuthTagMismatch"
+    ? "auth_tag_mismatch"
+    : e._tag === "ActivationRaced"
+    ? "raced"
+    : "database_error"
 
 /** TPM manufacturer CA certificates that EK certificates must chain to. */
 export class EkTrustStore extends Context.Tag("attest/registrar/EkTrustStore")<EkTrustStore, TrustStore>() {}
@@ -82,6 +105,7 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
         const inserted = yield* repo.insert(data)
         if (!inserted) return yield* new ConcurrentRegistration({ agentId })
         yield* Effect.logInfo(`Agent ${agentId} registered (EK ${reg.ekCert === null ? "without" : "with"} certificate)`)
+        yield* recordRegistration("registered")
       } else {
         const outcome = yield* repo.reRegister(data)
         if (outcome._tag === "DifferentIdentity") {
@@ -94,9 +118,10 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
             ? `Agent ${agentId} re-registered while active: staged until activation, the active record is unchanged`
             : `Agent ${agentId} re-registered (regcount ${outcome.regcount}), awaiting activation`
         )
+        yield* recordRegistration(outcome._tag === "Staged" ? "staged" : "re_registered")
       }
       return { blob: toBase64(challenge.right.blob) }
-    })
+    }, Effect.tapError((e) => recordRegistration(registrationRefusal(e))))
 
     /**
      * Activation (public: anyone may call it). A matching auth_tag activates a first registration or
@@ -120,12 +145,12 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
         const promoted = yield* repo.promote(agentId, pendingKey)
         if (Option.isNone(promoted)) return yield* new ActivationRaced({ agentId })
         yield* Effect.logInfo(`Agent ${agentId} re-registration activated (regcount ${promoted.value}); contact data replaced`)
-        return
+        return yield* recordActivation("promoted")
       }
       if (row.active) {
         // nothing staged: the tag of the activation already done is accepted again, anything else refused
         if (!authTagMatches(authTag, row.challenge_key, agentId)) return yield* refused
-        return
+        return yield* recordActivation("repeated")
       }
       if (!authTagMatches(authTag, row.challenge_key, agentId)) {
         // Keylime removes a first registration: the agent must start over with a fresh challenge
@@ -137,7 +162,8 @@ export class Registrar extends Effect.Service<Registrar>()("attest/registrar/Reg
       const done = yield* repo.activate(agentId, row.challenge_key)
       if (!done) return yield* new ActivationRaced({ agentId })
       yield* Effect.logInfo(`Agent ${agentId} activated`)
-    })
+      yield* recordActivation("activated")
+    }, Effect.tapError((e) => recordActivation(activationRefusal(e))))
 
     const show = Effect.fn("Registrar.show")(function*(agentId: string) {
       const row = yield* repo.find(agentId)

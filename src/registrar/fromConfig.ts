@@ -2,10 +2,12 @@
  * The `[registrar]` section → a running registrar: TLS and admins from layers/Tls.ts (tls_dir
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the EK trust store directory, the database (SQLite under data_dir or
- * database_url), the two listeners. Unsupported values are start-up errors that name the option.
+ * database_url), the two listeners, and the metrics listener (metrics_ip, metrics_port; off at port
+ * 0: layers/Metrics.ts). Unsupported values are start-up errors that name the option.
  */
 import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
+import { MetricsServer } from "../../layers/Metrics.js"
 import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import type { RegistrarOptions } from "../config/sections.js"
@@ -50,9 +52,10 @@ export const registrarOptionsFromSection = Effect.fn("Registrar.optionsFromConfi
   return options
 })
 
-/** The registrar with its TLS, admins and database, from its config section. */
+/** The registrar with its TLS, admins, database and metrics listener, from its config section. */
 export const RegistrarFromConfig = (c: RegistrarOptions) =>
   Layer.unwrapEffect(Effect.map(registrarOptionsFromSection(c), RegistrarServerLive)).pipe(
     Layer.provide(ServerTlsWithAdmins("registrar", c)),
-    Layer.provide(DbLive(c, "registrar"))
+    Layer.provide(DbLive(c, "registrar")),
+    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics"))
   )

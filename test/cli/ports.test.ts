@@ -36,6 +36,7 @@ describe("a port already in use", () => {
         `ca_dir = "${join(dir, "cv_ca")}"`,
         `data_dir = "${join(dir, "data")}"`,
         `ek_ca_dir = "${join(dir, "tpm_cert_store")}"`,
+        "metrics_port = 0",
         ""
       ].join("\n"))
       const run = startAttest(["registrar", "--config", config])
@@ -51,7 +52,7 @@ describe("a port already in use", () => {
       yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
       const run = startAttest([
         "up", "--data-dir", join(dir, ".attest"), "--agents", "1",
-        "--registrar-port", String(yield* Effect.promise(() => freePort())), "--registrar-tls-port", String(held), "--agent-port", "0"
+        "--registrar-port", String(yield* Effect.promise(() => freePort())), "--registrar-tls-port", String(held), "--agent-port", "0", "--metrics-port", "0"
       ])
       const code = yield* Effect.promise(() => run.exited)
       expect(code).not.toBe(0)

@@ -29,7 +29,7 @@ interface Run {
 const start = (cwd: string, ports: ReadonlyArray<number>): Run => {
   const child = spawn(process.execPath, [
     "--import", tsx, bin, "up",
-    "--registrar-port", String(ports[0]), "--registrar-tls-port", String(ports[1]), "--agent-port", "0"
+    "--registrar-port", String(ports[0]), "--registrar-tls-port", String(ports[1]), "--agent-port", "0", "--metrics-port", "0"
   ], { cwd, stdio: ["ignore", "pipe", "pipe"] })
   const lines: Run["lines"] = []
   let buffered = ""

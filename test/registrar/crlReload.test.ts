@@ -38,7 +38,8 @@ describe("registrar with a live admin CRL", () => {
         tls_dir: pki.dir,
         data_dir: work,
         ek_ca_dir: join(work, "tpm_cert_store"),
-        crl_refresh_interval: 3600
+        crl_refresh_interval: 3600,
+        metrics_port: 0
       })
       const ctx = yield* Layer.build(RegistrarFromConfig(section))
       const url = Context.get(ctx, BoundListeners).get("registrar-https")!.url

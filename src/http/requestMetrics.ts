@@ -1,0 +1,33 @@
+/**
+ * HTTP request metrics of the platform (src/http/platform.ts): every answer counts in
+ * `attest_http_requests_total{listener, method, route, status}` and its time in
+ * `attest_http_request_duration_seconds{listener, route}` (src/ops/metrics.ts). The route is the
+ * template the router matched (`/agents/:agent_id`, without the version prefix), read from the
+ * `http.route` attribute the router puts on the request's server span; a request no route matched
+ * (unknown path or version, refused body) counts as `unmatched`, so ids in paths never become labels.
+ */
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Clock, Context, Effect, Exit, Tracer } from "effect"
+import { UNMATCHED_ROUTE, unsafeRecordHttpRequest } from "../ops/metrics.js"
+import { currentListener } from "./identity.js"
+
+const routeOf = (span: Tracer.AnySpan | undefined): string => {
+  const route = span !== undefined && span._tag === "Span" ? span.attributes.get("http.route") : undefined
+  return typeof route === "string" ? route : UNMATCHED_ROUTE
+}
+
+/** Counts and times each request answered by `app`. */
+export const recordRequestMetrics = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+    const span = Context.getOrElse(fiber.currentContext, Tracer.ParentSpan, () => undefined)
+    const listener = fiber.getFiberRef(currentListener).name
+    return Effect.flatMap(Clock.currentTimeNanos, (start) =>
+      Effect.onExit(app, (exit) =>
+        Effect.map(Clock.currentTimeNanos, (end) => {
+          const status = Exit.isSuccess(exit) ? exit.value.status : 500
+          unsafeRecordHttpRequest(listener, request.method, routeOf(span), status, Number(end - start) / 1e9)
+        })))
+  })

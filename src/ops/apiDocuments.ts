@@ -1,0 +1,38 @@
+/**
+ * The OpenAPI document of each attest server (src/ops/openapi.ts), by name: what
+ * scripts/openapi.ts writes to docs/openapi/<name>.json (and checks in CI) and what a server serves
+ * at `GET /openapi.json`. Adding a server is one entry here.
+ */
+import { AgentApi, AgentVersionApi } from "../agent/Api.js"
+import { V2_VERSIONS } from "../http/versions.js"
+import { RegistrarApi } from "../registrar/Api.js"
+import { type JsonObject, openApiDocument } from "./openapi.js"
+
+/** Paths the registrar serves without a version prefix. */
+export const REGISTRAR_UNVERSIONED: ReadonlyArray<string> = ["/version", "/openapi.json"]
+
+export const registrarDocument = (): JsonObject =>
+  openApiDocument(RegistrarApi, {
+    title: "attest registrar",
+    description:
+      "Agents register (POST) and activate (PUT …/activate) on the plain-HTTP port (8890); admins list, show and delete on the HTTPS port (8891) with an admin client certificate (mTLS). Wire-compatible with Keylime's registrar.",
+    versions: V2_VERSIONS,
+    unversioned: REGISTRAR_UNVERSIONED,
+    servesDocument: true
+  })
+
+export const agentDocument = (): JsonObject =>
+  openApiDocument(AgentApi, {
+    title: "attest agent (pull model)",
+    description:
+      "The pull agent's HTTPS API (port 9002; a client certificate from the trusted CA is required at the handshake): quotes, bootstrap keys, revocation notices. Wire-compatible with rust-keylime's agent.",
+    versions: { supported: ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"], current: "2.6" },
+    unversioned: ["/version"],
+    also: [AgentVersionApi],
+    unsupportedVersionStatus: 400
+  })
+
+export const apiDocuments: ReadonlyArray<{ readonly name: string; readonly document: () => JsonObject }> = [
+  { name: "registrar", document: registrarDocument },
+  { name: "agent", document: agentDocument }
+]
