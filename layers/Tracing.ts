@@ -8,16 +8,13 @@
  * Every `Effect.fn`/`Effect.withSpan` span, the HTTP server span of each request (`HttpMiddleware
  * .tracer`, applied by every listener: it continues a `traceparent`/`b3` context from the request) and
  * the client span of each outgoing `HttpClient` request (which sends `traceparent` and `b3`) is
- * exported. Spans are queued as they end and POSTed to `<otlp_endpoint>/v1/traces` in batches every
- * `exportInterval` and when the layer closes (so a stopping server flushes what it has); a full
- * queue drops new spans and says so once. The exporter's own requests are not traced.
- *
- * This is attest's own exporter: `@effect/opentelemetry` (whose `Otlp.layer` does the same over
- * Effect's HttpClient) is not among the installed packages. Swapping it in is local to this file.
+ * exported by @effect/opentelemetry's OTLP tracer (`OtlpTracer`, Effect's own HttpClient, no
+ * OpenTelemetry SDK): batched every `exportInterval`, flushed when the layer closes.
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Duration, Effect, Layer, Schedule, Tracer } from "effect"
-import { exportRequest, RecordedSpan, type Resource, tracesUrl } from "../src/ops/otlp.js"
+import { FetchHttpClient } from "@effect/platform"
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { Duration, Layer } from "effect"
 
 export interface TracingOptions {
   /** Collector base URL (`http://127.0.0.1:4318`) or its traces URL; "" = no exporter. */
@@ -26,66 +23,24 @@ export interface TracingOptions {
   readonly serviceVersion?: string | undefined
   /** Default 2 seconds. */
   readonly exportInterval?: Duration.DurationInput
-  /** Spans kept while the collector is slow or away (default 8192); beyond, new spans are dropped. */
-  readonly maxQueuedSpans?: number
   /** Spans per request (default 512). */
   readonly maxBatch?: number
 }
 
+/** `<endpoint>/v1/traces`, or the endpoint itself when it already names the traces path. */
+export const tracesUrl = (endpoint: string): string => {
+  const base = endpoint.trim().replace(/\/+$/, "")
+  return base.endsWith("/v1/traces") ? base : `${base}/v1/traces`
+}
+
 const exporterLayer = (o: TracingOptions): Layer.Layer<never> =>
-  Layer.unwrapScoped(Effect.gen(function*() {
-    const url = tracesUrl(o.endpoint)
-    const resource: Resource = { serviceName: o.serviceName, serviceVersion: o.serviceVersion }
-    const maxQueued = o.maxQueuedSpans ?? 8192
-    const maxBatch = o.maxBatch ?? 512
-    let queue: Array<RecordedSpan> = []
-    let dropped = 0
-    let failing = false
-    const onEnd = (span: RecordedSpan) => {
-      if (queue.length < maxQueued) queue.push(span)
-      else dropped++
-    }
-    const tracer = Tracer.make({
-      span: (name, parent, context, links, startTime, kind) => new RecordedSpan(name, parent, context, links, startTime, kind, onEnd),
-      context: (f) => f()
-    })
-
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk, HttpClient.withTracerPropagation(false))
-    const post = (spans: ReadonlyArray<RecordedSpan>) =>
-      client.execute(HttpClientRequest.post(url).pipe(HttpClientRequest.bodyUnsafeJson(exportRequest(resource, spans)))).pipe(
-        Effect.timeout("10 seconds"),
-        Effect.asVoid
-      )
-    const flush = Effect.gen(function*() {
-      if (dropped > 0) {
-        yield* Effect.logWarning(`OTLP exporter: queue full (${maxQueued} spans), ${dropped} spans dropped`)
-        dropped = 0
-      }
-      while (queue.length > 0) {
-        const batch = queue.slice(0, maxBatch)
-        queue = queue.slice(batch.length)
-        const sent = yield* Effect.either(post(batch))
-        if (sent._tag === "Left") {
-          // the batch is lost: keeping it would grow the queue while the collector is away
-          if (!failing) yield* Effect.logWarning(`OTLP exporter: ${url} refused or unreachable (${sent.left.message}); spans are dropped until it answers`)
-          failing = true
-          return
-        }
-        if (failing) yield* Effect.logInfo(`OTLP exporter: ${url} reachable again`)
-        failing = false
-      }
-    }).pipe(
-      // the exporter's own requests and log lines are no spans (they would feed themselves)
-      Effect.withTracerEnabled(false),
-      // a batch taken from the queue is sent before the loop stops (at most the request timeout)
-      Effect.uninterruptible
-    )
-
-    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("5 seconds"), Effect.ignore))
-    yield* flush.pipe(Effect.repeat(Schedule.spaced(o.exportInterval ?? Duration.seconds(2))), Effect.forkScoped)
-    yield* Effect.logDebug(`OTLP exporter: spans go to ${url}`)
-    return Layer.setTracer(tracer)
-  })).pipe(Layer.provide(FetchHttpClient.layer))
+  OtlpTracer.layer({
+    url: tracesUrl(o.endpoint),
+    resource: { serviceName: o.serviceName, serviceVersion: o.serviceVersion },
+    exportInterval: o.exportInterval ?? Duration.seconds(2),
+    maxBatchSize: o.maxBatch ?? 512,
+    shutdownTimeout: Duration.seconds(5)
+  }).pipe(Layer.provide([FetchHttpClient.layer, OtlpSerialization.layerJson]))
 
 export const Tracing = {
   /** The exporting tracer, or nothing when the endpoint is empty. */
