@@ -5,7 +5,6 @@
  * while `require_ek_cert` is on.
  */
 import { Effect, Either } from "effect"
-import type { AgentRecord } from "../../schemas/Registrar.js"
 import { loadTrustStorePath, type TrustStore, validateChain } from "../pki/chain.js"
 import { ekCertificateMatchesPublic } from "../tpm/ekCertificate.js"
 import { TenantError } from "./errors.js"
@@ -14,7 +13,7 @@ export const loadEkTrustStore = (dir: string) =>
   loadTrustStorePath(dir).pipe(Effect.mapError((e) => new TenantError({ message: `EK trust store (ek_ca_dir ${dir}): ${e.message}` })))
 
 /** The issuer's subject when the certificate is trusted; Right(undefined) when none and none is required. */
-export const checkEkCertificate = (agentId: string, record: Pick<AgentRecord, "ekcert" | "ek_tpm">, store: TrustStore, required: boolean) =>
+export const checkEkCertificate = (agentId: string, record: { readonly ekcert: string | null; readonly ek_tpm: string }, store: TrustStore, required: boolean) =>
   Effect.gen(function*() {
     if (record.ekcert === null) {
       if (!required) return undefined
