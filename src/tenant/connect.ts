@@ -10,6 +10,7 @@ import { Duration, Effect, type Scope } from "effect"
 import { AgentApi, AgentVersionApi } from "../agent/Api.js"
 import { makeHttpsClient } from "../http/client.js"
 import { RegistrarApi } from "../registrar/Api.js"
+import { VerifierApi } from "../verifier/Api.js"
 import { BadRequestE, Envelope, ForbiddenE, InternalErrorE, NotFoundE, ServiceUnavailableE } from "../../schemas/Envelope.js"
 import { VersionInfo } from "../../schemas/Registrar.js"
 import { TenantError } from "./errors.js"
@@ -47,8 +48,8 @@ export interface Connections {
   readonly call: <A, E, R>(service: Service, url: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, TenantError, R>
   readonly serverClient: HttpClient.HttpClient
   readonly registrar: Effect.Effect<Negotiated & { readonly api: RegistrarClient }, TenantError>
-  /** The verifier's negotiated version (its typed client is made by the caller from it). */
-  readonly verifier: Effect.Effect<Negotiated, TenantError>
+  /** The verifier's typed client at the negotiated version. */
+  readonly verifier: Effect.Effect<Negotiated & { readonly api: VerifierClient }, TenantError>
   /** An agent's typed client at its negotiated version; its `mtls_cert` is trusted (pinned), nothing else. */
   readonly agent: (
     a: { readonly agentId: string; readonly ip: string; readonly port: number; readonly mtlsCert: string | null }
@@ -57,6 +58,9 @@ export interface Connections {
 
 export type RegistrarClient = Effect.Effect.Success<ReturnType<typeof makeRegistrarClient>>
 const makeRegistrarClient = (httpClient: HttpClient.HttpClient, baseUrl: string) => HttpApiClient.makeWith(RegistrarApi, { httpClient, baseUrl })
+
+export type VerifierClient = Effect.Effect.Success<ReturnType<typeof makeVerifierClient>>
+const makeVerifierClient = (httpClient: HttpClient.HttpClient, baseUrl: string) => HttpApiClient.makeWith(VerifierApi, { httpClient, baseUrl })
 
 export type AgentClient = Effect.Effect.Success<ReturnType<typeof makeAgentClient>>
 const makeAgentClient = (httpClient: HttpClient.HttpClient, baseUrl: string) => HttpApiClient.makeWith(AgentApi, { httpClient, baseUrl })
@@ -86,7 +90,13 @@ export const connect = (settings: TenantSettings) =>
         return { ...n, api }
       })
     )
-    const verifier = yield* Effect.cached(serverVersion("verifier", settings.verifierUrl))
+    const verifier = yield* Effect.cached(
+      Effect.gen(function*() {
+        const n = yield* serverVersion("verifier", settings.verifierUrl)
+        const api = yield* makeVerifierClient(serverClient, `${n.url}/v${n.version}`)
+        return { ...n, api }
+      })
+    )
 
     const agent: Connections["agent"] = (a) =>
       Effect.gen(function*() {
