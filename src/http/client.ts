@@ -18,6 +18,12 @@ export interface ClientTls {
   /** Trusted server CA (PEM). */
   readonly ca: string
   readonly servername?: string
+  /**
+   * Trust exactly `ca` as the server's own certificate and skip the host name check: how the
+   * verifier and tenant reach a pull agent, whose certificate is pinned from its registration
+   * (Keylime pins `mtls_cert` the same way).
+   */
+  readonly pinned?: boolean
 }
 
 export class HttpTransportError extends Data.TaggedError("HttpTransportError")<{
@@ -32,6 +38,7 @@ const agentOptions = (tls: ClientTls): https.AgentOptions => ({
   ...(tls.cert === undefined ? {} : { cert: tls.cert }),
   ...(tls.key === undefined ? {} : { key: tls.key }),
   ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+  ...(tls.pinned === true ? { checkServerIdentity: () => undefined } : {}),
   rejectUnauthorized: true,
   keepAlive: true,
   ...clientTlsPolicy

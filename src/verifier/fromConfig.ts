@@ -1,0 +1,40 @@
+/**
+ * The `[verifier]` section → a running verifier: TLS and admins from layers/Tls.ts (tls_dir
+ * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
+ * live reload), the database (SQLite under data_dir or database_url), the HTTPS listener, the
+ * metrics listener (metrics_ip, metrics_port 9881; off at 0) and the pull loop given as
+ * `poller` (PollerControl.none: nothing polled in this process).
+ */
+import { Layer } from "effect"
+import { MetricsServer } from "../../layers/Metrics.js"
+import { DbLive } from "../../layers/Sql.js"
+import { ServerTlsWithAdmins } from "../../layers/Tls.js"
+import { VerifierConfig } from "../config/services.js"
+import type { VerifierOptions } from "../config/sections.js"
+import { PollerControl } from "./PollerControl.js"
+import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+
+export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions => ({
+  host: c.ip,
+  port: c.port,
+  authorizationProvider: c.authorization_provider,
+  maxBodyBytes: c.max_upload_size
+})
+
+/**
+ * The verifier with its TLS, admins, database, metrics listener and pull loop, from its config
+ * section. The poller gets the section (`VerifierConfig`) and the database; the loop's own needs
+ * beyond those stay in the result's requirements.
+ */
+export const VerifierFromConfig = <E = never, R = never>(
+  c: VerifierOptions,
+  poller: Layer.Layer<PollerControl, E, R> = PollerControl.none as Layer.Layer<PollerControl, E, R>
+) => {
+  const base = Layer.merge(Layer.succeed(VerifierConfig, c), DbLive(c, "verifier"))
+  return VerifierServerLive(verifierServerOptions(c)).pipe(
+    Layer.provide(poller),
+    Layer.provide(ServerTlsWithAdmins("verifier", c)),
+    Layer.provide(base),
+    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
+  )
+}
