@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { HttpApiClient } from "@effect/platform"
 import { Effect } from "effect"
-import type { AgentCreateBody } from "../../schemas/Verifier.js"
+import type { AgentCreateRequest } from "../../schemas/Verifier.js"
 import { HttpsClientLayer } from "../../src/http/client.js"
 import { VerifierApi } from "../../src/verifier/Api.js"
 import { testDatabase } from "../support/db.js"
@@ -92,10 +92,10 @@ for (const [backend, available] of backends) {
         const db = yield* testDatabase(backend)
         const v = yield* startVerifier({ pki, db, poller: recordingPoller(new Set([A])).layer })
         const client = yield* HttpApiClient.make(VerifierApi, { baseUrl: `${v.url}/v2.6` })
-        yield* client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateBody })
+        yield* client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateRequest })
         expect(yield* client.agents.list({ urlParams: {} })).toEqual({ uuids: [[A]] })
         expect(yield* client.agents.show({ path: { agent_id: A } })).toMatchObject({ operational_state: 1, verifier_id: "default" })
-        const refused = yield* Effect.flip(client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateBody }))
+        const refused = yield* Effect.flip(client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateRequest }))
         expect(refused).toMatchObject({ _tag: "Conflict", message: `Agent of uuid ${A} already exists. Please use delete or update.` })
         yield* client.allowlists.add({ path: { name: "rt1" }, payload: { runtime_policy: recordedPolicyBase64() } })
         expect(yield* client.allowlists.list()).toEqual({ "runtimepolicy names": [A, "rt1"] })
