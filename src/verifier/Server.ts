@@ -23,6 +23,7 @@ import {
   VerifierVersionHttpLive
 } from "./Http.js"
 import { Policies } from "./policy/Policies.js"
+import { serveEarJwks } from "./earIssuer.js"
 import { StatelessChecks } from "./Stateless.js"
 
 export interface VerifierServerOptions {
@@ -57,5 +58,5 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     unversioned: VERIFIER_UNVERSIONED,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
-  }).pipe(Layer.provide(api), Layer.provide(serveOpenApi(verifierDocument)))
+  }).pipe(Layer.provide(api), Layer.provide(serveOpenApi(verifierDocument)), Layer.provide(serveEarJwks))
 }

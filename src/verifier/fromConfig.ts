@@ -11,6 +11,7 @@ import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import type { VerifierOptions } from "../config/sections.js"
+import { EarIssuer } from "./earIssuer.js"
 import { PollerControl } from "./PollerControl.js"
 import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
 
@@ -33,6 +34,7 @@ export const VerifierFromConfig = <E = never, R = never>(
   const base = Layer.merge(Layer.succeed(VerifierConfig, c), DbLive(c, "verifier"))
   return VerifierServerLive(verifierServerOptions(c)).pipe(
     Layer.provide(poller),
+    Layer.provide(EarIssuer.fromSection(c)),
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
