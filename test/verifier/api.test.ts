@@ -112,6 +112,11 @@ for (const [backend, available] of backends) {
             current_version: "2.6",
             supported_versions: ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
           })
+          // a path served under other methods only: 405 naming them, with Allow (Keylime answers 405 too)
+          const put = yield* call({ method: "PUT", path: `/v2.6/agents/${A}` })
+          expect(summary(put)).toEqual({ status: 405, text: `Method Not Allowed: PUT is not served on /v2.6/agents/${A} (allowed: GET, POST, DELETE)`, results: {} })
+          expect(put.headers["allow"]).toBe("GET, POST, DELETE")
+          expect(summary(yield* call({ method: "PUT", path: `/v2.6/agents/${A}/foo` })).status).toBe(404)
           const doc = yield* call({ method: "GET", path: "/openapi.json", who: "none" })
           expect(doc.status).toBe(200)
           expect(Object.keys((doc.json as { paths: object }).paths)).toContain("/v{api_version}/agents/{agent_id}")
