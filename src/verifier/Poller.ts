@@ -118,8 +118,12 @@ export const pollerLayer: Layer.Layer<
 
 const repositories = Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, NotificationOutbox.Default, PolicyCache.Default)
 
+/** The poller over the given AgentClient (tests decorate the live one to see what is asked). */
+export const pollerWithClient = <R>(client: Layer.Layer<AgentClient, never, R>) =>
+  pollerLayer.pipe(
+    Layer.provide(NotifiersLive.pipe(Layer.provideMerge(client))),
+    Layer.provide(repositories)
+  )
+
 /** The poller with everything it needs but the config, the database and the client TLS identity. */
-export const PollerLive: Layer.Layer<PollerControl, never, VerifierConfig | SqlClient.SqlClient | VerifierClientTls> = pollerLayer.pipe(
-  Layer.provide(NotifiersLive.pipe(Layer.provideMerge(AgentClientLive))),
-  Layer.provide(repositories)
-)
+export const PollerLive: Layer.Layer<PollerControl, never, VerifierConfig | SqlClient.SqlClient | VerifierClientTls> = pollerWithClient(AgentClientLive)
