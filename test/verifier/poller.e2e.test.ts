@@ -21,8 +21,8 @@ import { backends } from "./support.js"
 
 const agentId = "e2e00000-d2f1-4a97-9ef7-75bd81c0c001"
 
-describe.each(backends)("pull loop end to end on %s", (backend, available) => {
-  it.skipIf(!available).scopedLive(
+for (const [backend, available] of backends) describe.skipIf(!available)(`pull loop end to end on ${backend}`, () => {
+  it.scopedLive(
     "attests, delivers V, stops, reactivates, catches a tampered machine, notifies, deletes",
     () =>
       Effect.gen(function*() {
