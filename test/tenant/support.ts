@@ -1,7 +1,7 @@
 /** Helpers for the tenant suites: settings from a test CA directory, connections, captured output. */
 import { Effect, Option } from "effect"
 import { sectionDefaults } from "../../src/config/load.js"
-import { tenantSection } from "../../src/config/sections.js"
+import { type TenantOptions, tenantSection } from "../../src/config/sections.js"
 import { connect } from "../../src/tenant/connect.js"
 import type { Output } from "../../src/tenant/run.js"
 import { settingsFrom } from "../../src/tenant/settings.js"
@@ -25,6 +25,7 @@ export const tenantConnections = (o: {
   readonly verifier?: string
   readonly ekCaDir?: string
   readonly requestTimeout?: number
+  readonly options?: Partial<TenantOptions>
 }) =>
   Effect.flatMap(
     settingsFrom(
@@ -32,7 +33,8 @@ export const tenantConnections = (o: {
         tls_dir: o.caDir,
         ca_dir: o.caDir,
         ...(o.ekCaDir === undefined ? {} : { ek_ca_dir: o.ekCaDir }),
-        request_timeout: o.requestTimeout ?? 60
+        request_timeout: o.requestTimeout ?? 60,
+        ...o.options
       }),
       { registrar: Option.fromNullable(o.registrar), verifier: Option.fromNullable(o.verifier) }
     ),
