@@ -121,7 +121,7 @@ export const LegacyAgentStatus = Schema.Struct({
 }).annotations({ identifier: "LegacyAgentStatus" })
 export type LegacyAgentStatus = typeof LegacyAgentStatus.Type
 
-export const AnyAgentStatus = Schema.Union(AgentStatus, LegacyAgentStatus)
+export const AnyAgentStatus = Schema.Union(AgentStatus, LegacyAgentStatus).annotations({ identifier: "AnyAgentStatus" })
 export type AnyAgentStatus = typeof AnyAgentStatus.Type
 
 /** GET /agents/ results: Keylime nests each id in a 1-element list. */

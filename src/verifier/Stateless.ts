@@ -5,12 +5,12 @@
  * measured-boot policy by `measured_boot_policy_name`, the VCEKs of `snp_vcek_dir` and the VCEK
  * chain cache. A setting that cannot be used stops start-up naming the option.
  */
-import { Clock, Data, Effect, Either, Option } from "effect"
+import { Clock, Context, Data, Effect, Either, Option } from "effect"
 import type { VerifyIdentityQuery, VerifyIdentityResult } from "../../schemas/Evidence.js"
 import { builtinMbPolicies, MbPolicyRegistry } from "../boot/policy.js"
 import { VerifierConfig } from "../config/services.js"
 import type { ApiVersion } from "../http/versions.js"
-import { loadVcekDirectory, makeChainCache, verifyTeeEvidence } from "../tee/index.js"
+import { amdRoots, loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../tee/index.js"
 import { fromBase64 } from "../tpm/bytes.js"
 import { AgentNotFound } from "./errors.js"
 import { severityPolicyFromOptions } from "./evaluate/severity.js"
@@ -21,6 +21,14 @@ import { parseIdentityQuery, verifyIdentity } from "./verifyIdentity.js"
 
 /** A `[verifier]` option the stateless checks cannot use; the message names it. */
 export class StatelessConfigError extends Data.TaggedError("StatelessConfigError")<{ readonly message: string }> {}
+
+/**
+ * The ARK/ASK pairs SEV-SNP VCEK chains must end in: AMD's (shipped in src/tee/snp/amdRoots.ts)
+ * unless a deployment or a test with its own AMD-like chain provides others.
+ */
+export class SnpTrustRoots extends Context.Reference<SnpTrustRoots>()("attest/verifier/SnpTrustRoots", {
+  defaultValue: (): SnpRoots => amdRoots()
+}) {}
 
 export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/verifier/StatelessChecks", {
   dependencies: [AgentRepo.Default],
@@ -37,6 +45,7 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
         Effect.mapError((e) => new StatelessConfigError({ message: `[verifier] snp_vcek_dir ${e.dir}: ${e.message}` }))
       )
     const chainCache = makeChainCache()
+    const roots = yield* SnpTrustRoots
     const base: VerifyEvidenceContext = {
       severity,
       measuredBootPolicy,
@@ -50,7 +59,7 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
         const ctx: VerifyEvidenceContext = {
           ...base,
           verifyTee: (data) =>
-            verifyTeeEvidence(data, { now: new Date(now), chainCache, ...(vcekDir === undefined ? {} : { vcekDir }) })
+            verifyTeeEvidence(data, { now: new Date(now), chainCache, roots, ...(vcekDir === undefined ? {} : { vcekDir }) })
         }
         return verifyEvidenceRequest(body, version, ctx)
       })

@@ -4,7 +4,11 @@
  * policies added, listed, shown and deleted, stop/reactivate/delete telling the poller.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
+import { HttpApiClient } from "@effect/platform"
 import { Effect } from "effect"
+import type { AgentCreateRequest } from "../../schemas/Verifier.js"
+import { HttpsClientLayer } from "../../src/http/client.js"
+import { VerifierApi } from "../../src/verifier/Api.js"
 import { testDatabase } from "../support/db.js"
 import { makeTestPki, removePki, startVerifier, summary, vcall } from "./apiHarness.js"
 import { backends, record, recordedPolicyBase64, recordingPoller, validBody } from "./support.js"
@@ -82,6 +86,24 @@ for (const [backend, available] of backends) {
           expect(summary(yield* call({ method: "GET", path: "/v2.6/mbpolicies/mb1" })).results).toEqual({ name: "mb1", mb_policy: "{}" })
           expect((yield* call({ method: "DELETE", path: "/v2.6/mbpolicies/mb1" })).status).toBe(204)
         })))
+
+    it.scopedLive("HttpApiClient derived from VerifierApi (what the tenant uses) adds, lists, shows and deletes", () =>
+      Effect.gen(function*() {
+        const db = yield* testDatabase(backend)
+        const v = yield* startVerifier({ pki, db, poller: recordingPoller(new Set([A])).layer })
+        const client = yield* HttpApiClient.make(VerifierApi, { baseUrl: `${v.url}/v2.6` })
+        yield* client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateRequest })
+        expect(yield* client.agents.list({ urlParams: {} })).toEqual({ uuids: [[A]] })
+        expect(yield* client.agents.show({ path: { agent_id: A } })).toMatchObject({ operational_state: 1, verifier_id: "default" })
+        const refused = yield* Effect.flip(client.agents.add({ path: { agent_id: A }, payload: validBody() as unknown as AgentCreateRequest }))
+        expect(refused).toMatchObject({ _tag: "Conflict", message: `Agent of uuid ${A} already exists. Please use delete or update.` })
+        yield* client.allowlists.add({ path: { name: "rt1" }, payload: { runtime_policy: recordedPolicyBase64() } })
+        expect(yield* client.allowlists.list()).toEqual({ "runtimepolicy names": [A, "rt1"] })
+        yield* client.allowlists.remove({ path: { name: "rt1" } })
+        expect(yield* client.agents.remove({ path: { agent_id: A } })).toBe("deleted")
+        const missing = yield* Effect.flip(client.agents.show({ path: { agent_id: A } }))
+        expect(missing).toMatchObject({ _tag: "NotFound", message: "agent id not found" })
+      }).pipe(Effect.provide(HttpsClientLayer(pki.clients.admin))))
 
     it.scopedLive("GET /version is public and /openapi.json describes the API", () =>
       withVerifier((call) =>

@@ -11,6 +11,8 @@ import type { VerifierOptions } from "../../src/config/sections.js"
 import { rawRequest, type RawResponse } from "../../src/http/client.js"
 import { PollerControl } from "../../src/verifier/PollerControl.js"
 import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
+import { SnpTrustRoots } from "../../src/verifier/Stateless.js"
+import type { SnpRoots } from "../../src/tee/index.js"
 import { type TestPki, testServerTls, type Who } from "../registrar/harness.js"
 import { recordingPoller, testConfig } from "./support.js"
 
@@ -27,6 +29,8 @@ export interface TestVerifierOptions {
   readonly config?: Partial<VerifierOptions>
   readonly poller?: Layer.Layer<PollerControl>
   readonly maxBodyBytes?: number
+  /** SEV-SNP ARK/ASK pairs other than AMD's (a test chain). */
+  readonly snpRoots?: SnpRoots
 }
 
 /** The verifier's HTTPS listener on a free port over the given database. */
@@ -35,6 +39,7 @@ export const testVerifierLayer = (o: TestVerifierOptions): Layer.Layer<TestVerif
     Layer.provide(VerifierServerLive({ host: "127.0.0.1", port: 0, ...(o.maxBodyBytes === undefined ? {} : { maxBodyBytes: o.maxBodyBytes }) })),
     Layer.provide(testServerTls(o.pki)),
     Layer.provide(o.poller ?? recordingPoller().layer),
+    Layer.provide(o.snpRoots === undefined ? Layer.empty : Layer.succeed(SnpTrustRoots, o.snpRoots)),
     Layer.provide(Layer.merge(DbLive(o.db, "verifier"), testConfig(o.config ?? {}))),
     Layer.orDie
   )

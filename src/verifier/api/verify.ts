@@ -37,13 +37,14 @@ export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
     HttpApiEndpoint.post("evidence", "/verify/evidence")
       .setPayload(VerifyEvidenceRequest)
       .addSuccess(Envelope(EvidenceResults))
+      // an input error names its failures in `results` (Keylime's `default.missing_param` …)
+      .addError(BadRequestWithResultsE)
       .annotate(
         OpenApi.Summary,
         "Verify evidence (`type` tpm or tee) against the policies in the request; input errors are 400 with `results.failures` (public, API 2.4+)"
       )
   )
   .addError(BadRequestE)
-  .addError(BadRequestWithResultsE)
   .addError(UnauthorizedE)
   .addError(ForbiddenE)
   .addError(ConflictE)
