@@ -15,7 +15,10 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { encryptForAgent } from "../../src/keys/index.js"
+import { Tpm } from "../../src/tpm/Tpm.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { add, type AddOptions, update } from "../../src/tenant/add.js"
 import { bulkinfo, list, reactivate, remove, status, stop } from "../../src/tenant/agentCommands.js"
@@ -24,7 +27,7 @@ import { policyDelete, policyList, policyShow, policyUpload } from "../../src/te
 import { testDatabase } from "../support/db.js"
 import { vectorPath } from "../support/vectors.js"
 import { closeClients, request, RunningAgent, simulatedAgentLayer } from "../agent/support.js"
-import { makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
+import { agentBody, call, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { startVerifier } from "../verifier/apiHarness.js"
 import { recordingPoller } from "../verifier/support.js"
 import { captureOutput, tenantConnections } from "./support.js"
@@ -40,6 +43,8 @@ const policyFile = vectorPath("keylime", "test", "data", "create-runtime-policy"
 const refstateFile = vectorPath("keylime", "keylime", "mba", "elchecking", "example_reference_state.json")
 
 const AGENT = "1a2b3c4d-0000-4000-8000-00000000e001"
+/** An agent that speaks only API 2.1 and 2.2. */
+const OLD = "1a2b3c4d-0000-4000-8000-00000000e002"
 
 const addOptions = (o: Partial<AddOptions> = {}): AddOptions => ({
   agentId: AGENT,
@@ -62,13 +67,16 @@ class World extends Context.Tag("test/tenant/World")<World, {
   readonly c: Connections
   readonly agentDir: string
   readonly verifierUrl: string
+  readonly registrarHttp: string
+  readonly registrarDb: string
 }>() {}
 
 /** Registrar, verifier and one registered agent; the tenant's connections to them. */
 const world = Layer.unwrapScoped(Effect.gen(function*() {
-  const registrarLayer = testRegistrarLayer({ pki, ekTrustStore: ekTrust }, sqliteLayer(join(mkdtempSync(join(root, "reg-")), "registrar.sqlite")))
+  const registrarDb = join(mkdtempSync(join(root, "reg-")), "registrar.sqlite")
+  const registrarLayer = testRegistrarLayer({ pki, ekTrustStore: ekTrust }, sqliteLayer(registrarDb))
   const reg = Context.get(yield* Layer.build(registrarLayer), TestRegistrar)
-  const verifier = yield* startVerifier({ pki, db: yield* testDatabase("sqlite"), poller: recordingPoller(new Set([AGENT])).layer })
+  const verifier = yield* startVerifier({ pki, db: yield* testDatabase("sqlite"), poller: recordingPoller(new Set([AGENT, OLD])).layer })
   const agentDir = join(root, "agent")
   const agent = simulatedAgentLayer(
     {
@@ -84,7 +92,7 @@ const world = Layer.unwrapScoped(Effect.gen(function*() {
   )
   const c = yield* tenantConnections({ caDir: pki.dir, registrar: reg.httpsUrl, verifier: verifier.url, ekCaDir, options: { retry_interval: 1, verify_timeout: 10 } })
   yield* Effect.addFinalizer(() => Effect.sync(closeClients))
-  return Layer.merge(agent, Layer.succeed(World, { c, agentDir, verifierUrl: verifier.url }))
+  return Layer.merge(agent, Layer.succeed(World, { c, agentDir, verifierUrl: verifier.url, registrarHttp: reg.httpUrl, registrarDb }))
 }))
 
 /**
@@ -207,6 +215,45 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         yield* status(c, o.out, AGENT)
         expect((o.last().value as { operational_state: number }).operational_state).toEqual(10)
         yield* remove(c, o.out, AGENT)
+      }))
+
+    it.scoped("an agent that speaks only API 2.1-2.2 is enrolled in 2.2; an AK other than the registered one and an agent never activated are refused", () =>
+      Effect.gen(function*() {
+        const { c, registrarDb, registrarHttp } = yield* World
+        const o = captureOutput()
+        const old = yield* Layer.build(simulatedAgentLayer(
+          {
+            agentId: OLD,
+            dataDir: join(root, "old-agent"),
+            trustedClientCa: pki.caPem,
+            registrarUrl: registrarHttp,
+            versions: ["2.1", "2.2"],
+            retry: { initialDelay: "100 millis", maxDelay: "1 second" }
+          },
+          { name: "old-machine" },
+          { seed: "tenant-old-agent" }
+        ))
+        yield* add(c, o.out, addOptions({ agentId: OLD }))
+        expect(o.last().value).toMatchObject({ agent_id: OLD, added: true, agent_api_version: "2.2" })
+
+        // the registrar's record names another AK than the one the agent quotes with
+        const tpm = Context.get(old, Tpm)
+        const otherAk = yield* tpm.createAk("rsa", { alg: "rsa", hash: "sha256", scheme: "rsassa" })
+        const sql = Context.get(yield* Layer.build(SqliteClient.layer({ filename: registrarDb })), SqlClient.SqlClient)
+        yield* sql`UPDATE registrar_agents SET aik_tpm = ${Buffer.from(otherAk.public).toString("base64")} WHERE agent_id = ${OLD}`
+        const wrongAk = yield* Effect.either(update(c, o.out, addOptions({ agentId: OLD })))
+        expect(Either.isLeft(wrongAk) && wrongAk.left.message).toMatch(
+          new RegExp(`^agent ${OLD}: identity quote refused: .*signature.*\\(is the agent using the AK it registered\\?\\)$`)
+        )
+
+        const PENDING = "1a2b3c4d-0000-4000-8000-00000000e003"
+        const body = yield* agentBody(tpm)
+        const posted = yield* call(pki, { httpUrl: registrarHttp, httpsUrl: "" }, { method: "POST", path: `/v2.6/agents/${PENDING}`, port: "http", json: body.body })
+        expect(posted.status).toEqual(200)
+        const inactive = yield* Effect.either(add(c, o.out, addOptions({ agentId: PENDING })))
+        expect(Either.isLeft(inactive) && inactive.left.message).toEqual(
+          `registrar record of agent ${PENDING}: the registrar answered 404: Agent with ID '${PENDING}' has not been activated`
+        )
       }))
 
     it.scoped("errors a user meets: agent not registered, EK certificate from an untrusted CA, verifier down", () =>
