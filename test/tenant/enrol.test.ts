@@ -9,7 +9,7 @@
  * errors a user meets.
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Either, Fiber, Layer, Option, Schedule } from "effect"
+import { Context, Effect, Either, Fiber, Layer, Option } from "effect"
 import * as crypto from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,7 +17,6 @@ import { join } from "node:path"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { encryptForAgent } from "../../src/keys/index.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { add, type AddOptions, update } from "../../src/tenant/add.js"
@@ -26,11 +25,11 @@ import type { Connections } from "../../src/tenant/connect.js"
 import { policyDelete, policyList, policyShow, policyUpload } from "../../src/tenant/policyCommands.js"
 import { testDatabase } from "../support/db.js"
 import { vectorPath } from "../support/vectors.js"
-import { closeClients, request, RunningAgent, simulatedAgentLayer } from "../agent/support.js"
+import { closeClients, RunningAgent, simulatedAgentLayer } from "../agent/support.js"
 import { agentBody, call, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { startVerifier } from "../verifier/apiHarness.js"
 import { recordingPoller } from "../verifier/support.js"
-import { captureOutput, tenantConnections } from "./support.js"
+import { captureOutput, deliverVTo, tenantConnections } from "./support.js"
 
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
@@ -95,23 +94,12 @@ const world = Layer.unwrapScoped(Effect.gen(function*() {
   return Layer.merge(agent, Layer.succeed(World, { c, agentDir, verifierUrl: verifier.url, registrarHttp: reg.httpUrl, registrarDb }))
 }))
 
-/**
- * The poller's PROVIDE_V step, standing in until the poller exists: once the verifier holds the
- * agent, its stored V (or `wrongV`) wrapped for the agent's NK goes to keys/vkey.
- */
+/** V to the agent as the poller will deliver it (support.ts deliverVTo). */
 const deliverV = (wrongV?: Uint8Array) =>
   Effect.gen(function*() {
     const { c } = yield* World
     const agent = yield* RunningAgent
-    const v = yield* c.verifier
-    const s = yield* v.api.agents.show({ path: { agent_id: AGENT } }).pipe(
-      Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("60 seconds")))
-    )
-    const identity = yield* request(agent, { cert: pki.clients.admin.cert!, key: pki.clients.admin.key! }, "GET", "/v2.6/keys/pubkey")
-    const vBytes = wrongV ?? new Uint8Array(Buffer.from(s.v!, "base64"))
-    const wrapped = Either.getOrThrow(encryptForAgent(identity.body.results.pubkey, vBytes))
-    const r = yield* request(agent, { cert: pki.clients.admin.cert!, key: pki.clients.admin.key! }, "POST", "/v2.6/keys/vkey", { encrypted_key: Buffer.from(wrapped).toString("base64") })
-    expect(r.status).toEqual(200)
+    yield* deliverVTo(c, agent, { cert: pki.clients.admin.cert!, key: pki.clients.admin.key! }, AGENT, wrongV)
   })
 
 describe("attest tenant against a registrar, a verifier and an agent", () => {

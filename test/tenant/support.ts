@@ -1,5 +1,8 @@
 /** Helpers for the tenant suites: settings from a test CA directory, connections, captured output. */
-import { Effect, Option } from "effect"
+import { Effect, Either, Option, Schedule } from "effect"
+import { encryptForAgent } from "../../src/keys/index.js"
+import type { Connections } from "../../src/tenant/connect.js"
+import { request } from "../agent/support.js"
 import { sectionDefaults } from "../../src/config/load.js"
 import { type TenantOptions, tenantSection } from "../../src/config/sections.js"
 import { connect } from "../../src/tenant/connect.js"
@@ -40,3 +43,26 @@ export const tenantConnections = (o: {
     ),
     connect
   )
+
+/**
+ * The poller's PROVIDE_V step, standing in until the poller exists: once the verifier holds the
+ * agent, its stored V (or `wrongV`) wrapped for the agent's NK goes to the agent's keys/vkey.
+ */
+export const deliverVTo = (
+  c: Connections,
+  agent: { readonly url: string; readonly serverCert: string },
+  admin: { readonly cert: string; readonly key: string },
+  agentId: string,
+  wrongV?: Uint8Array
+) =>
+  Effect.gen(function*() {
+    const v = yield* c.verifier
+    const s = yield* v.api.agents.show({ path: { agent_id: agentId } }).pipe(
+      Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("60 seconds")))
+    )
+    const pubkey = yield* request(agent, admin, "GET", "/v2.6/keys/pubkey")
+    const vBytes = wrongV ?? new Uint8Array(Buffer.from(s.v!, "base64"))
+    const wrapped = Either.getOrThrow(encryptForAgent(pubkey.body.results.pubkey, vBytes))
+    const r = yield* request(agent, admin, "POST", "/v2.6/keys/vkey", { encrypted_key: Buffer.from(wrapped).toString("base64") })
+    if (r.status !== 200) return yield* Effect.dieMessage(`keys/vkey answered ${r.status}: ${JSON.stringify(r.body)}`)
+  })
