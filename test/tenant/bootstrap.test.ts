@@ -15,6 +15,7 @@ import { checkRevocation } from "../../src/agent/revocation.js"
 import { readZip } from "../../src/agent/zip.js"
 import { encryptForAgent, generateNk } from "../../src/keys/index.js"
 import { initCa } from "../../src/pki/ca.js"
+import { tpmPolicyText } from "../../src/tenant/add.js"
 import { prepareBootstrap, randomChallenge, verifyHmac } from "../../src/tenant/bootstrap.js"
 import { makeCertPackage } from "../../src/tenant/certPackage.js"
 import { negotiate } from "../../src/tenant/versions.js"
@@ -142,6 +143,20 @@ describe("tenant bootstrap keys", () => {
     expect(zip.length).toBeLessThan(big.length)
     expect(Either.getOrThrow(readZip(zip))).toEqual([{ name: "a.txt", data: big }, { name: "dir/b.bin", data: tiny }])
   })
+
+  it.effect("tpm_policy as Keylime's tenant sends it: the mask completed for IMA and measured boot, a bad policy refused", () =>
+    Effect.gen(function*() {
+      expect(yield* tpmPolicyText(Option.none(), { runtimePolicy: false, measuredBoot: false })).toEqual(`{"mask": "0x0"}`)
+      expect(yield* tpmPolicyText(Option.none(), { runtimePolicy: true, measuredBoot: false })).toEqual(`{"mask": "0x400"}`)
+      const pcr15 = "a".repeat(64)
+      expect(yield* tpmPolicyText(Option.some(`{"15": ["${pcr15}"]}`), { runtimePolicy: true, measuredBoot: true })).toEqual(
+        `{"15": ["${pcr15}"], "mask": "0xffff"}`
+      )
+      const bad = yield* Effect.either(tpmPolicyText(Option.some(`{"x": 1}`), { runtimePolicy: false, measuredBoot: false }))
+      expect(Either.isLeft(bad) && bad.left.message).toMatch(/^--tpm-policy: /)
+      const notJson = yield* Effect.either(tpmPolicyText(Option.some("{"), { runtimePolicy: false, measuredBoot: false }))
+      expect(Either.isLeft(notJson) && notJson.left.message).toEqual("--tpm-policy: not JSON: {")
+    }))
 
   it("version negotiation: the highest version both speak", () => {
     expect(negotiate(["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"], ["1.0", "2.0", "2.1", "2.2"])).toEqual("2.2")
