@@ -33,6 +33,10 @@ export interface AddOptions {
   readonly port: Option.Option<number>
   readonly runtimePolicy: Option.Option<string>
   readonly runtimePolicyName: Option.Option<string>
+  /** Public key (PEM or DER) that verifies a signed runtime policy (DSSE, or with --runtime-policy-sig). */
+  readonly runtimePolicyKey?: Option.Option<string>
+  /** Detached signature over the --runtime-policy file. */
+  readonly runtimePolicySig?: Option.Option<string>
   readonly mbRefstate: Option.Option<string>
   readonly mbPolicyName: Option.Option<string>
   readonly tpmPolicy: Option.Option<string>
@@ -67,6 +71,10 @@ const checkOptions = (o: AddOptions) =>
     if (o.include.length > 0 && Option.isNone(o.cert)) return yield* usage("--include adds files to a certificate package: give --cert <ca dir> too")
     if (Option.isSome(o.revocationKey) && Option.isSome(o.cert)) return yield* usage("--cert makes the revocation key (the CA directory's RevocationNotifier); leave out --revocation-key")
     if (Option.isSome(o.ip) !== Option.isSome(o.port)) return yield* usage("give --ip and --port together (or neither: the registered address is used)")
+    const key = o.runtimePolicyKey ?? Option.none()
+    const sig = o.runtimePolicySig ?? Option.none()
+    if ((Option.isSome(key) || Option.isSome(sig)) && Option.isNone(o.runtimePolicy)) return yield* usage("--runtime-policy-key and --runtime-policy-sig go with a --runtime-policy file")
+    if (Option.isSome(sig) && Option.isNone(key)) return yield* usage("--runtime-policy-sig needs --runtime-policy-key to verify it")
   })
 
 /**
@@ -122,6 +130,10 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
     const opts = c.settings.options
     // read every local input before anything is sent
     const runtimePolicy = Option.isSome(o.runtimePolicy) ? (yield* readFile("runtime-policy", o.runtimePolicy.value)).toString("base64") : ""
+    const base64Of = (flag: string, file: Option.Option<string> | undefined) =>
+      file === undefined || Option.isNone(file) ? Effect.succeed(null) : Effect.map(readFile(flag, file.value), (b) => b.toString("base64"))
+    const runtimePolicyKey = yield* base64Of("runtime-policy-key", o.runtimePolicyKey)
+    const runtimePolicySig = yield* base64Of("runtime-policy-sig", o.runtimePolicySig)
     const mbPolicy = Option.isSome(o.mbRefstate) ? (yield* readFile("mb-refstate", o.mbRefstate.value)).toString("utf8") : null
     const tpmPolicy = yield* tpmPolicyText(o.tpmPolicy, {
       runtimePolicy: Option.isSome(o.runtimePolicy) || Option.isSome(o.runtimePolicyName),
@@ -159,7 +171,8 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
       tpm_policy: tpmPolicy,
       runtime_policy: runtimePolicy,
       runtime_policy_name: Option.getOrNull(o.runtimePolicyName),
-      runtime_policy_key: null,
+      runtime_policy_key: runtimePolicyKey,
+      ...(runtimePolicySig === null ? {} : { runtime_policy_sig: runtimePolicySig }),
       mb_policy: mbPolicy,
       mb_policy_name: Option.getOrNull(o.mbPolicyName),
       ima_sign_verification_keys: "",

@@ -171,6 +171,14 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         const inUse = yield* Effect.either(policyDelete(c, o.out, "runtime", "rt-enrol"))
         expect(Either.isLeft(inUse) && inUse.left.message).toMatch(/^delete runtime policy rt-enrol: the verifier answered 409: /)
 
+        // a DSSE-signed policy with the key that verifies it; the bad signature is refused with the verifier's reason
+        const data = (f: string) => vectorPath("keylime", "test", "data", f)
+        yield* policyUpload(c, o.out, "runtime", { name: "rt-signed", file: data("runtime-policy-test-signed.json"), key: data("runtime-policy-pubkey.pub") }, false)
+        expect(o.last().text).toEqual("runtime policy rt-signed added at the verifier")
+        const badSig = yield* Effect.either(policyUpload(c, o.out, "runtime", { name: "rt-bad", file: data("runtime-policy-test-signed-bad.json"), key: data("runtime-policy-pubkey.pub") }, false))
+        expect(Either.isLeft(badSig) && badSig.left.message).toMatch(/^add runtime policy rt-bad: the verifier answered 401: /)
+        yield* policyDelete(c, o.out, "runtime", "rt-signed")
+
         yield* policyUpload(c, o.out, "mb", { name: "mb-example", file: refstateFile }, false)
         yield* policyList(c, o.out, "mb")
         expect((o.last().value as { names: Array<string> }).names).toContain("mb-example")
