@@ -18,7 +18,7 @@ import { initCa } from "../../src/pki/ca.js"
 import { tpmPolicyText } from "../../src/tenant/add.js"
 import { prepareBootstrap, randomChallenge, verifyHmac } from "../../src/tenant/bootstrap.js"
 import { makeCertPackage } from "../../src/tenant/certPackage.js"
-import { negotiate } from "../../src/tenant/versions.js"
+import { negotiate, offered } from "../../src/tenant/versions.js"
 import { writeZip } from "../../src/tenant/zip.js"
 import { revocationBody } from "../../src/verifier/revocation.js"
 
@@ -163,5 +163,9 @@ describe("tenant bootstrap keys", () => {
     expect(negotiate(["2.0", "2.1"], ["2.10", "2.1"])).toEqual("2.1")
     expect(negotiate(["2.9", "2.10"], ["2.10", "2.9"])).toEqual("2.10")
     expect(negotiate(["2.0"], ["3.0"])).toEqual(undefined)
+    // an agent before API 2.5 names only its one version; registrars and verifiers list theirs
+    expect(offered({ supported_versions: undefined, current: "2.2" })).toEqual(["2.2"])
+    expect(offered({ supported_versions: [], current: "2.6" })).toEqual(["2.6"])
+    expect(offered({ supported_versions: ["2.0", "2.1"], current: "2.1" })).toEqual(["2.0", "2.1"])
   })
 })
