@@ -19,11 +19,10 @@ export interface ClientTls {
   readonly ca: string
   readonly servername?: string
   /**
-   * Trust exactly `ca` as the server's own certificate and skip the host name check: how the
-   * verifier and tenant reach a pull agent, whose certificate is pinned from its registration
-   * (Keylime pins `mtls_cert` the same way).
+   * false: the server's host name is not checked against its certificate (the verifier pins each
+   * agent's own certificate, whose names need not include the address it is reached at).
    */
-  readonly pinned?: boolean
+  readonly checkServerIdentity?: false
 }
 
 export class HttpTransportError extends Data.TaggedError("HttpTransportError")<{
@@ -38,7 +37,7 @@ const agentOptions = (tls: ClientTls): https.AgentOptions => ({
   ...(tls.cert === undefined ? {} : { cert: tls.cert }),
   ...(tls.key === undefined ? {} : { key: tls.key }),
   ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-  ...(tls.pinned === true ? { checkServerIdentity: () => undefined } : {}),
+  ...(tls.checkServerIdentity === false ? { checkServerIdentity: () => undefined } : {}),
   rejectUnauthorized: true,
   keepAlive: true,
   ...clientTlsPolicy
