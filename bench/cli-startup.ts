@@ -1,6 +1,6 @@
 /**
  * Start-up of the built `attest` executable (dist/cli/attest.js, bundled first when missing or
- * stale): `attest --version`, `attest policy --help` and `attest tenant status` (a whole command:
+ * stale): `attest --version`, `attest policy --help`, `attest tenant --help` and `attest tenant status` (a whole command:
  * config, mTLS, GET /version and the agent's status from a verifier running in this process over
  * HTTPS, with a generated CA) against `node -e 0`, the floor no Node program starts under, measured
  * in the same run. Median of 10 wall-clock runs each, taken in interleaved rounds so a change in
@@ -56,6 +56,7 @@ const cases: ReadonlyArray<Case> = [
   { name: "node -e 0", args: ["-e", "0"], expect: /^$/, times: [] },
   { name: "attest --version", args: [bin, "--version"], expect: /^\d+\.\d+\.\d+/, times: [] },
   { name: "attest policy --help", args: [bin, "policy", "--help"], expect: /check-boot/, times: [] },
+  { name: "attest tenant --help", args: [bin, "tenant", "--help"], expect: /runtime-policy/, times: [] },
   { name: "attest tenant status", args: [bin, "tenant", "status", "--uuid", AGENT, "--config", config], expect: /state: +Start \(1\)/, times: [] }
 ]
 
@@ -88,15 +89,16 @@ const median = (xs: ReadonlyArray<number>) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
 }
-const [floor, version, help, tenantStatus] = cases.map((c) => median(c.times)) as [number, number, number, number]
+const [floor, version, help, tenantHelp, tenantStatus] = cases.map((c) => median(c.times)) as [number, number, number, number, number]
 const row = (c: Case, m: number) =>
   `${c.name.padEnd(22)} median ${m.toFixed(0).padStart(5)} ms   min ${Math.min(...c.times).toFixed(0).padStart(5)} ms   max ${Math.max(...c.times).toFixed(0).padStart(5)} ms   ${(m / floor).toFixed(1).padStart(5)} x floor`
 console.log(`${bin}, ${RUNS} runs each`)
-for (const [i, c] of cases.entries()) console.log(row(c, [floor, version, help, tenantStatus][i]!))
+for (const [i, c] of cases.entries()) console.log(row(c, [floor, version, help, tenantHelp, tenantStatus][i]!))
 console.log(`BENCH node_floor_ms ${floor.toFixed(0)} ms`)
 console.log(`BENCH cli_version_ms ${version.toFixed(0)} ms`)
 console.log(`BENCH cli_help_ms ${help.toFixed(0)} ms`)
 console.log(`BENCH cli_version_vs_floor_ratio ${(version / floor).toFixed(2)}`)
 console.log(`BENCH cli_help_vs_floor_ratio ${(help / floor).toFixed(2)}`)
+console.log(`BENCH cli_tenant_help_ms ${tenantHelp.toFixed(0)} ms`)
 console.log(`BENCH tenant_status_ms ${tenantStatus.toFixed(0)} ms`)
 console.log(`BENCH tenant_status_vs_version_ratio ${(tenantStatus / version).toFixed(2)}`)
