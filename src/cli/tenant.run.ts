@@ -36,10 +36,17 @@ export const add = enrol("add", addAgent)
 export const update = enrol("update", updateAgent)
 
 const group = (kind: PolicyKind) => (kind === "runtime" ? "runtime-policy" : "mb-policy")
-type UploadFlags = CommonFlags & { readonly name: string; readonly file: string; readonly tpmPolicy?: Option.Option<string> }
+type UploadFlags = CommonFlags & {
+  readonly name: string
+  readonly file: string
+  readonly tpmPolicy?: Option.Option<string>
+  readonly key?: Option.Option<string>
+  readonly sig?: Option.Option<string>
+}
+const given = (o: Option.Option<string> | undefined) => (o === undefined ? undefined : Option.getOrUndefined(o))
 const upload = (kind: PolicyKind, replace: boolean) => (flags: UploadFlags) =>
   runTenant(`${group(kind)} ${replace ? "update" : "add"}`, flags, (c, out) =>
-    policyUpload(c, out, kind, { name: flags.name, file: flags.file, tpmPolicy: flags.tpmPolicy === undefined ? undefined : Option.getOrUndefined(flags.tpmPolicy) }, replace))
+    policyUpload(c, out, kind, { name: flags.name, file: flags.file, tpmPolicy: given(flags.tpmPolicy), key: given(flags.key), sig: given(flags.sig) }, replace))
 export const policyAdd = (kind: PolicyKind) => upload(kind, false)
 export const policyUpdate = (kind: PolicyKind) => upload(kind, true)
 export const policyList = (kind: PolicyKind) => (flags: CommonFlags) => runTenant(`${group(kind)} list`, flags, (c, out) => listPolicies(c, out, kind))

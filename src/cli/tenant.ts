@@ -19,6 +19,8 @@ const enrolment = {
   port: Options.integer("port").pipe(Options.withDescription("agent port (default: the one it registered)"), Options.optional),
   runtimePolicy: file("runtime-policy", "runtime (IMA) policy JSON file; stored under --runtime-policy-name when given"),
   runtimePolicyName: text("runtime-policy-name", "name of a runtime policy stored at the verifier (or the name for --runtime-policy)"),
+  runtimePolicyKey: file("runtime-policy-key", "public key (PEM or DER) that verifies a signed --runtime-policy (DSSE envelope, or with --runtime-policy-sig)"),
+  runtimePolicySig: file("runtime-policy-sig", "detached signature over the --runtime-policy file"),
   mbRefstate: file("mb-refstate", "measured-boot reference state JSON file; stored under --mb-policy-name when given"),
   mbPolicyName: text("mb-policy-name", "name of a measured-boot policy stored at the verifier (or the name for --mb-refstate)"),
   tpmPolicy: text("tpm-policy", "tpm_policy JSON, e.g. '{\"15\": [\"<hex>\"]}' (the quote mask is completed for the policies in use)"),
@@ -71,7 +73,18 @@ const policyName = Options.text("name").pipe(Options.withDescription("policy nam
 const policyFile = Options.file("file", { exists: "yes" }).pipe(Options.withDescription("policy file"))
 const policyGroup = (group: "runtime-policy" | "mb-policy", what: string, whats: string) => {
   const kind = group === "runtime-policy" ? "runtime" : "mb"
-  const upload = { ...common, name: policyName, file: policyFile, ...(kind === "runtime" ? { tpmPolicy: text("tpm-policy", "tpm_policy JSON stored with the policy") } : {}) }
+  const upload = {
+    ...common,
+    name: policyName,
+    file: policyFile,
+    ...(kind === "runtime"
+      ? {
+        tpmPolicy: text("tpm-policy", "tpm_policy JSON stored with the policy"),
+        key: file("key", "public key (PEM or DER) that verifies a signed policy (DSSE envelope, or with --sig)"),
+        sig: file("sig", "detached signature over the policy file")
+      }
+      : {})
+  }
   return Command.make(group).pipe(
     Command.withDescription(`Named ${whats} at the verifier: add, list, show, delete, update.`),
     Command.withSubcommands([

@@ -12,7 +12,7 @@
  *      HMAC(K, challenge); a wrong HMAC stops the agent at the verifier.
  */
 import * as fs from "node:fs"
-import { Data, Duration, Effect, Either, Option, Schedule } from "effect"
+import { Data, Duration, Effect, Either, Option, Ref, Schedule } from "effect"
 import { UsageError } from "../cli/exitCode.js"
 import { formatMask, quoteMask, tpmPolicyFromJson } from "../verifier/evaluate/tpmPolicy.js"
 import { pythonJsonDumps } from "../verifier/pythonJson.js"
@@ -33,6 +33,10 @@ export interface AddOptions {
   readonly port: Option.Option<number>
   readonly runtimePolicy: Option.Option<string>
   readonly runtimePolicyName: Option.Option<string>
+  /** Public key (PEM or DER) that verifies a signed runtime policy (DSSE, or with --runtime-policy-sig). */
+  readonly runtimePolicyKey?: Option.Option<string>
+  /** Detached signature over the --runtime-policy file. */
+  readonly runtimePolicySig?: Option.Option<string>
   readonly mbRefstate: Option.Option<string>
   readonly mbPolicyName: Option.Option<string>
   readonly tpmPolicy: Option.Option<string>
@@ -67,13 +71,23 @@ const checkOptions = (o: AddOptions) =>
     if (o.include.length > 0 && Option.isNone(o.cert)) return yield* usage("--include adds files to a certificate package: give --cert <ca dir> too")
     if (Option.isSome(o.revocationKey) && Option.isSome(o.cert)) return yield* usage("--cert makes the revocation key (the CA directory's RevocationNotifier); leave out --revocation-key")
     if (Option.isSome(o.ip) !== Option.isSome(o.port)) return yield* usage("give --ip and --port together (or neither: the registered address is used)")
+    const key = o.runtimePolicyKey ?? Option.none()
+    const sig = o.runtimePolicySig ?? Option.none()
+    if ((Option.isSome(key) || Option.isSome(sig)) && Option.isNone(o.runtimePolicy)) return yield* usage("--runtime-policy-key and --runtime-policy-sig go with a --runtime-policy file")
+    if (Option.isSome(sig) && Option.isNone(key)) return yield* usage("--runtime-policy-sig needs --runtime-policy-key to verify it")
   })
 
-/** Waits for V at the agent and checks its HMAC; a mismatch stops the agent at the verifier. */
+/**
+ * Waits for V at the agent and checks K with `keys/verify` (Keylime's `do_verify`). An HMAC that does
+ * not match may come from the K of an earlier enrolment while the new V is still on its way, so it
+ * is asked again until `verify_timeout`; if K is still not the tenant's then (or never derived), the
+ * agent is stopped at the verifier, as Keylime's tenant does, and the reason given.
+ */
 const verifyDelivery = (c: Connections, out: Output, agentId: string, agent: AgentClient, agentUrl: string, k: Uint8Array) =>
   Effect.gen(function*() {
     const challenge = randomChallenge()
     const o = c.settings.options
+    const wrongHmac = yield* Ref.make(false)
     yield* out.note(`waiting up to ${o.verify_timeout} s for the verifier to deliver V to agent ${agentId}`)
     const attempt = Effect.gen(function*() {
       const answer = yield* c.call("agent", agentUrl, `keys/verify of agent ${agentId}`, agent.keys.verify({ urlParams: { challenge } })).pipe(
@@ -81,7 +95,8 @@ const verifyDelivery = (c: Connections, out: Output, agentId: string, agent: Age
         // 400 "Bootstrap key not yet available.": V has not arrived
         Effect.catchIf((e) => e.status === 400, () => Effect.succeed(Option.none<string>()))
       )
-      if (Option.isSome(answer)) return answer.value
+      if (Option.isSome(answer) && verifyHmac(k, challenge, answer.value)) return
+      yield* Ref.set(wrongHmac, Option.isSome(answer))
       const s = yield* verifierStatus(c, agentId)
       const state = s.operational_state
       if (state === OperationalState.FAILED || state === OperationalState.INVALID_QUOTE || state === OperationalState.TENANT_FAILED || state === OperationalState.TERMINATED) {
@@ -92,20 +107,19 @@ const verifyDelivery = (c: Connections, out: Output, agentId: string, agent: Age
       }
       return yield* new NotYet()
     })
-    const hmac = yield* attempt.pipe(
+    const verified = yield* attempt.pipe(
       Effect.retry({ while: (e) => e instanceof NotYet, schedule: Schedule.spaced(Duration.seconds(o.retry_interval)) }),
       Effect.catchTag("NotYet", () => Effect.dieMessage("unreachable: retried while not yet delivered")),
-      Effect.timeoutFail({
-        duration: Duration.seconds(o.verify_timeout),
-        onTimeout: () => new TenantError({ service: "verifier", message: `agent ${agentId}: V was not delivered within ${o.verify_timeout} s (is the verifier polling it? see 'attest tenant status')` })
-      })
+      Effect.timeoutOption(Duration.seconds(o.verify_timeout))
     )
-    if (verifyHmac(k, challenge, hmac)) return
+    if (Option.isSome(verified)) return
     const v = yield* c.verifier
     yield* c.call("verifier", v.url, `stop agent ${agentId}`, v.api.agents.stop({ path: { agent_id: agentId } }))
     return yield* new TenantError({
       service: "agent",
-      message: `agent ${agentId}: keys/verify answered an HMAC that does not match K (the V it holds is not the tenant's); the agent has been stopped at the verifier`
+      message: (yield* Ref.get(wrongHmac))
+        ? `agent ${agentId}: keys/verify answered an HMAC that does not match K (the V it holds is not the tenant's); the agent has been stopped at the verifier`
+        : `agent ${agentId}: K was not derived at the agent within ${o.verify_timeout} s (V not delivered, or not the tenant's); the agent has been stopped at the verifier`
     })
   })
 
@@ -116,6 +130,10 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
     const opts = c.settings.options
     // read every local input before anything is sent
     const runtimePolicy = Option.isSome(o.runtimePolicy) ? (yield* readFile("runtime-policy", o.runtimePolicy.value)).toString("base64") : ""
+    const base64Of = (flag: string, file: Option.Option<string> | undefined) =>
+      file === undefined || Option.isNone(file) ? Effect.succeed(null) : Effect.map(readFile(flag, file.value), (b) => b.toString("base64"))
+    const runtimePolicyKey = yield* base64Of("runtime-policy-key", o.runtimePolicyKey)
+    const runtimePolicySig = yield* base64Of("runtime-policy-sig", o.runtimePolicySig)
     const mbPolicy = Option.isSome(o.mbRefstate) ? (yield* readFile("mb-refstate", o.mbRefstate.value)).toString("utf8") : null
     const tpmPolicy = yield* tpmPolicyText(o.tpmPolicy, {
       runtimePolicy: Option.isSome(o.runtimePolicy) || Option.isSome(o.runtimePolicyName),
@@ -153,7 +171,8 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
       tpm_policy: tpmPolicy,
       runtime_policy: runtimePolicy,
       runtime_policy_name: Option.getOrNull(o.runtimePolicyName),
-      runtime_policy_key: null,
+      runtime_policy_key: runtimePolicyKey,
+      ...(runtimePolicySig === null ? {} : { runtime_policy_sig: runtimePolicySig }),
       mb_policy: mbPolicy,
       mb_policy_name: Option.getOrNull(o.mbPolicyName),
       ima_sign_verification_keys: "",

@@ -6,8 +6,8 @@
  * servers' own `Api.ts` at `<url>/v<version>`.
  */
 import { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup, type HttpClient } from "@effect/platform"
-import { Duration, Effect, type Scope } from "effect"
-import { AgentApi, AgentVersionApi } from "../agent/Api.js"
+import { Duration, Effect, Schema, type Scope } from "effect"
+import { AgentApi } from "../agent/Api.js"
 import { makeHttpsClient } from "../http/client.js"
 import { RegistrarApi } from "../registrar/Api.js"
 import { VerifierApi } from "../verifier/Api.js"
@@ -26,6 +26,22 @@ class ServerVersionApi extends HttpApi.make("server-version")
   .addError(NotFoundE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+{}
+
+/**
+ * An agent's `GET /version` as the tenant reads it: `supported_versions` only from API 2.5 agents
+ * (spec §4.3, §9.3); older ones answer `supported_version` alone.
+ */
+class AgentVersionReadApi extends HttpApi.make("agent-version-read")
+  .add(HttpApiGroup.make("version").add(
+    HttpApiEndpoint.get("get", "/version").addSuccess(Envelope(Schema.Struct({
+      supported_version: Schema.String,
+      supported_versions: Schema.optional(Schema.Array(Schema.String))
+    })))
+  ))
+  .addError(BadRequestE)
+  .addError(NotFoundE)
+  .addError(InternalErrorE)
 {}
 
 export interface Negotiated {
@@ -107,8 +123,8 @@ export const connect = (settings: TenantSettings) =>
           })
         }
         const url = `https://${a.ip.includes(":") ? `[${a.ip}]` : a.ip}:${a.port}`
-        const httpClient = yield* makeHttpsClient({ ...settings.tls, ca: a.mtlsCert, pinned: true })
-        const root = yield* HttpApiClient.makeWith(AgentVersionApi, { httpClient, baseUrl: url })
+        const httpClient = yield* makeHttpsClient({ ...settings.tls, ca: a.mtlsCert, checkServerIdentity: false })
+        const root = yield* HttpApiClient.makeWith(AgentVersionReadApi, { httpClient, baseUrl: url })
         // agents before API 2.5 may not serve /version (spec §4.3): they are spoken to in 2.0 … their
         // only version, which their 400 on a wrong one would name; 2.1 is the oldest with every field used here
         const info = yield* call("agent", url, `GET ${url}/version`, root.version.get()).pipe(

@@ -31,6 +31,9 @@ export interface PolicyUpload {
   readonly file: string
   /** Runtime policies only: a tpm_policy JSON stored with it. */
   readonly tpmPolicy?: string | undefined
+  /** Runtime policies only: files of the key that verifies a signed policy and of a detached signature. */
+  readonly key?: string | undefined
+  readonly sig?: string | undefined
 }
 
 export const policyUpload = (c: Connections, out: Output, kind: PolicyKind, o: PolicyUpload, replace: boolean) =>
@@ -40,7 +43,15 @@ export const policyUpload = (c: Connections, out: Output, kind: PolicyKind, o: P
     const v = yield* c.verifier
     const what = `${replace ? "update" : "add"} ${label(kind)} ${name}`
     if (kind === "runtime") {
-      const payload = { runtime_policy: Buffer.from(text, "utf8").toString("base64"), ...(o.tpmPolicy === undefined ? {} : { tpm_policy: o.tpmPolicy }) }
+      if (o.sig !== undefined && o.key === undefined) return yield* new UsageError({ message: "--sig needs --key to verify it" })
+      const key = o.key === undefined ? undefined : Buffer.from(yield* readPolicyFile("key", o.key), "utf8").toString("base64")
+      const sig = o.sig === undefined ? undefined : (yield* Effect.try({ try: () => fs.readFileSync(o.sig!), catch: (e) => new UsageError({ message: `--sig ${o.sig}: ${String(e)}` }) })).toString("base64")
+      const payload = {
+        runtime_policy: Buffer.from(text, "utf8").toString("base64"),
+        ...(o.tpmPolicy === undefined ? {} : { tpm_policy: o.tpmPolicy }),
+        ...(key === undefined ? {} : { runtime_policy_key: key }),
+        ...(sig === undefined ? {} : { runtime_policy_sig: sig })
+      }
       yield* c.call("verifier", v.url, what, replace ? v.api.allowlists.update({ path: { name }, payload }) : v.api.allowlists.add({ path: { name }, payload }))
     } else {
       const payload = { mb_policy: text }

@@ -6,7 +6,8 @@
  */
 import { Effect, Option } from "effect"
 import { ConfigSources, resolveFromSources } from "../config/services.js"
-import type { TenantOptions } from "../config/sections.js"
+import { sectionDefaults } from "../config/load.js"
+import { type TenantOptions, tenantSection } from "../config/sections.js"
 import type { ClientTls } from "../http/client.js"
 import { resolveClientTls } from "../pki/tlsDir.js"
 import { TenantError } from "./errors.js"
@@ -69,4 +70,20 @@ export const loadSettings = (flags: TenantFlags) =>
     Effect.provide(ConfigSources.fromFile(flags.config)),
     Effect.mapError((e) => new TenantError({ message: e.problems.map((p) => `[${p.section}] ${p.option}: ${p.reason}`).join("; ") || e.message })),
     Effect.flatMap((r) => settingsFrom(r.values, flags))
+  )
+
+/**
+ * Settings for a tenant inside another command (`attest up` enrolling its agents through `add`):
+ * `[tenant]` defaults with the CA directory as `tls_dir`, the given EK trust store and addresses.
+ */
+export const localSettings = (o: {
+  readonly caDir: string
+  readonly ekCaDir: string
+  readonly registrarUrl: string
+  readonly verifierUrl: string
+  readonly options?: Partial<TenantOptions>
+}) =>
+  settingsFrom(
+    sectionDefaults(tenantSection, { tls_dir: o.caDir, ca_dir: o.caDir, ek_ca_dir: o.ekCaDir, ...o.options }),
+    { registrar: Option.some(o.registrarUrl), verifier: Option.some(o.verifierUrl) }
   )

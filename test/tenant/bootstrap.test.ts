@@ -15,9 +15,10 @@ import { checkRevocation } from "../../src/agent/revocation.js"
 import { readZip } from "../../src/agent/zip.js"
 import { encryptForAgent, generateNk } from "../../src/keys/index.js"
 import { initCa } from "../../src/pki/ca.js"
+import { tpmPolicyText } from "../../src/tenant/add.js"
 import { prepareBootstrap, randomChallenge, verifyHmac } from "../../src/tenant/bootstrap.js"
 import { makeCertPackage } from "../../src/tenant/certPackage.js"
-import { negotiate } from "../../src/tenant/versions.js"
+import { negotiate, offered } from "../../src/tenant/versions.js"
 import { writeZip } from "../../src/tenant/zip.js"
 import { revocationBody } from "../../src/verifier/revocation.js"
 
@@ -143,10 +144,28 @@ describe("tenant bootstrap keys", () => {
     expect(Either.getOrThrow(readZip(zip))).toEqual([{ name: "a.txt", data: big }, { name: "dir/b.bin", data: tiny }])
   })
 
+  it.effect("tpm_policy as Keylime's tenant sends it: the mask completed for IMA and measured boot, a bad policy refused", () =>
+    Effect.gen(function*() {
+      expect(yield* tpmPolicyText(Option.none(), { runtimePolicy: false, measuredBoot: false })).toEqual(`{"mask": "0x0"}`)
+      expect(yield* tpmPolicyText(Option.none(), { runtimePolicy: true, measuredBoot: false })).toEqual(`{"mask": "0x400"}`)
+      const pcr15 = "a".repeat(64)
+      expect(yield* tpmPolicyText(Option.some(`{"15": ["${pcr15}"]}`), { runtimePolicy: true, measuredBoot: true })).toEqual(
+        `{"15": ["${pcr15}"], "mask": "0xffff"}`
+      )
+      const bad = yield* Effect.either(tpmPolicyText(Option.some(`{"x": 1}`), { runtimePolicy: false, measuredBoot: false }))
+      expect(Either.isLeft(bad) && bad.left.message).toMatch(/^--tpm-policy: /)
+      const notJson = yield* Effect.either(tpmPolicyText(Option.some("{"), { runtimePolicy: false, measuredBoot: false }))
+      expect(Either.isLeft(notJson) && notJson.left.message).toEqual("--tpm-policy: not JSON: {")
+    }))
+
   it("version negotiation: the highest version both speak", () => {
     expect(negotiate(["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"], ["1.0", "2.0", "2.1", "2.2"])).toEqual("2.2")
     expect(negotiate(["2.0", "2.1"], ["2.10", "2.1"])).toEqual("2.1")
     expect(negotiate(["2.9", "2.10"], ["2.10", "2.9"])).toEqual("2.10")
     expect(negotiate(["2.0"], ["3.0"])).toEqual(undefined)
+    // an agent before API 2.5 names only its one version; registrars and verifiers list theirs
+    expect(offered({ supported_versions: undefined, current: "2.2" })).toEqual(["2.2"])
+    expect(offered({ supported_versions: [], current: "2.6" })).toEqual(["2.6"])
+    expect(offered({ supported_versions: ["2.0", "2.1"], current: "2.1" })).toEqual(["2.0", "2.1"])
   })
 })

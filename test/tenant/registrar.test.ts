@@ -101,6 +101,16 @@ describe("tenant registrar commands", () => {
         expect(Either.isLeft(refusedCert) && refusedCert.left.message).toMatch(
           /^list agents: the registrar answered 403: .*|^list agents: the registrar refused the tenant's client certificate/
         )
+
+        // a tenant that trusts another CA than the one that issued the registrar's certificate
+        const otherCa = mkdtempSync(join(tmpdir(), "attest-tenant-otherca-"))
+        const { initCa } = yield* Effect.promise(() => import("../../src/pki/ca.js"))
+        yield* Effect.orDie(initCa({ dir: otherCa }))
+        const c3 = yield* tenantConnections({ caDir: otherCa, registrar: reg.httpsUrl })
+        const untrusted = yield* Effect.either(reglist(c3, o.out))
+        expect(Either.isLeft(untrusted) && untrusted.left.message).toMatch(
+          new RegExp(`^GET ${reg.httpsUrl}/version: TLS with the registrar at ${reg.httpsUrl} failed \\([A-Z_]+\\); check \\[tenant\\] client_cert, client_key and trusted_server_ca against the registrar's CA$`)
+        )
       }))
   })
 })
