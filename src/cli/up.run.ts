@@ -25,8 +25,7 @@ import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 import { connect } from "../tenant/connect.js"
 import { settingsFrom } from "../tenant/settings.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
-import { VerifierFromConfig } from "../verifier/fromConfig.js"
-import { PollerControl } from "../verifier/PollerControl.js"
+import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
 import { VERIFIER_LISTENER } from "../verifier/Server.js"
 import { enrol, type UpAgent } from "./up/enrol.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
@@ -85,7 +84,8 @@ export const up = (o: UpOptions) => {
       return { http: http.url, https }
     })
     const startVerifier = Effect.gen(function*() {
-      const ctx = yield* Layer.build(VerifierFromConfig(upVerifierSection(o, dataDir), PollerControl.none))
+      const section = upVerifierSection(o, dataDir)
+      const ctx = yield* Layer.build(VerifierFromConfig(section, pollerFromConfig(section)))
       const listener = Context.get(ctx, BoundListeners).get(VERIFIER_LISTENER)!
       yield* say(`verifier   ${listener.url}  (admin API, mTLS; quotes every ${o.quoteInterval} s)`)
       const metrics = Context.get(ctx, MetricsEndpoint)

@@ -12,6 +12,8 @@ import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import type { VerifierOptions } from "../config/sections.js"
 import { EarIssuer } from "./earIssuer.js"
+import { VerifierClientTls } from "./ClientTls.js"
+import { PollerLive } from "./Poller.js"
 import { PollerControl } from "./PollerControl.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -57,3 +59,6 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
   )
 }
+
+/** The pull loop of a verifier process from its section: PollerLive with the client identity it presents to agents. */
+export const pollerFromConfig = (c: VerifierOptions) => PollerLive.pipe(Layer.provide(VerifierClientTls.fromSection(c)))
