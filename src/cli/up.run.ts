@@ -144,6 +144,7 @@ export const up = (o: UpOptions) => {
     const agents = agentResults.filter(Option.isSome).map((a) => a.value)
     yield* say(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
     yield* say(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
+    yield* say(`simulated TPM manufacturer CA ${ekCaFile} (for an EK trust store: tpm_cert_store, ek_ca_dir)`)
 
     // enrolment through the tenant's own code, with the generated admin certificate
     const settings = yield* settingsFrom(upTenantSection(o, dataDir, { verifier: verifier.port, registrar: registrar.https.port }), {
