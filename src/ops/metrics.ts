@@ -10,7 +10,9 @@
  * src/registrar/Registrar.ts; HTTP requests by listener, method, route and status through the
  * platform (src/http/requestMetrics.ts).
  *
- * Verifier (to wire after the merge; each line is the whole change at its place):
+ * Verifier: the pull loop (src/verifier/loop/agentLoop.ts), AgentClient, Agents (stop, delete) and
+ * the notifiers (src/verifier/notify/NotifiersLive.ts) make these calls; push and verify/evidence
+ * still to wire (each line is the whole change at its place):
  *
  *   // pull loop (Poller), after each verdict; push attestations with "push", verify/evidence with "evidence"
  *   yield* recordAttestation("pull", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type))
