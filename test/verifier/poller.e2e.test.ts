@@ -14,7 +14,9 @@ import { Agents } from "../../src/verifier/Agents.js"
 import { PollerControl } from "../../src/verifier/PollerControl.js"
 import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
 import { NotificationOutbox } from "../../src/verifier/repo/NotificationOutbox.js"
+import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
 import { testDatabase } from "../support/db.js"
+import { parseExposition, valueOf } from "../support/prometheus.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
 import { agentBody, newClientLog, verifierWithPoller, waitFor, webhookReceiver } from "./pollerSupport.js"
 import { backends } from "./support.js"
@@ -52,6 +54,8 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`pull l
         const poller = Context.get(ctx, PollerControl)
         const outbox = Context.get(ctx, NotificationOutbox)
         const row = Effect.map(repo.find(agentId), Option.getOrThrow)
+        const metricsUrl = Option.getOrThrow(Context.get(yield* Layer.build(MetricsServer.layer({ name: "verifier-metrics", host: "127.0.0.1", port: 0 })), MetricsEndpoint))
+        const scrape = Effect.promise(() => fetch(`${metricsUrl}/metrics`).then((r) => r.text())).pipe(Effect.map(parseExposition))
 
         // added with V: the first valid quote leads to PROVIDE_V, V reaches the agent, then GET_QUOTE
         yield* agents.add(agentId, agentBody(agent, { revocationKey: ca.clientKey }))
@@ -67,6 +71,14 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`pull l
         expect(new Set(asked.map((q) => q.nonce)).size).toBe(asked.length)
         expect(asked.every((q) => /^[A-Za-z0-9]{20}$/.test(q.nonce))).toBe(true)
         expect(attested.last_successful_attestation).toBeGreaterThan(0)
+
+        // the verifier's metrics over GET /metrics (one registry per process: both backends add to it)
+        const afterAttesting = yield* scrape
+        expect(valueOf(afterAttesting, "attest_attestations_total", { model: "pull", result: "valid" })).toBeGreaterThanOrEqual(3)
+        expect(valueOf(afterAttesting, "attest_agents", { state: "get_quote" })).toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterAttesting, "attest_check_duration_seconds_count", { check: "quote" })).toBeGreaterThanOrEqual(3)
+        const age = valueOf(afterAttesting, "attest_agent_attestation_age_seconds", { agent_id: agentId })
+        expect(age !== undefined && age >= 0 && age < 30).toBe(true)
 
         // stop → 10, the loop is cancelled at once
         yield* agents.stop(agentId)
@@ -104,6 +116,14 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`pull l
         const hooked = yield* waitFor("the webhook", Effect.sync(() => webhook.bodies), (b) => b.length >= 1)
         expect(hooked[0]).toEqual(accepted.body)
         yield* waitFor("an empty outbox", Effect.zip(outbox.pending("agent"), outbox.pending("webhook")), ([a, w]) => a + w === 0)
+        const afterFailure = yield* scrape
+        expect(valueOf(afterFailure, "attest_attestations_total", { model: "pull", result: "invalid" })).toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterFailure, "attest_attestation_failures_total", { model: "pull", failure_type: "ima.validation.ima-ng.not_in_allowlist" }))
+          .toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterFailure, "attest_agents", { state: "invalid_quote" })).toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterFailure, "attest_notification_deliveries_total", { notifier: "agent", result: "delivered" })).toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterFailure, "attest_notification_deliveries_total", { notifier: "webhook", result: "delivered" })).toBeGreaterThanOrEqual(1)
+        expect(valueOf(afterFailure, "attest_notification_queue_depth", { notifier: "webhook" })).toBe(0)
 
         // delete → row gone, no loop
         expect(yield* agents.remove(agentId)).toBe("deleted")

@@ -130,7 +130,10 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       for (let attempt = 0;; attempt++) {
         const nonce = newNonce()
         const answer = yield* Effect.either(client.integrityQuote(target, { nonce, mask: ctx.compiled.mask, partial, imaEntry }))
-        if (Either.isLeft(answer)) return requestEvent(answer.left, false)
+        if (Either.isLeft(answer)) {
+          yield* Effect.logInfo(`quote request failed: ${answer.left.message}`)
+          return requestEvent(answer.left, false)
+        }
         const receivedAt = yield* nowSeconds
         const evaluation = yield* judge(ctx.compiled, answer.right, nonce, prior)
         if (evaluation.restart && attempt < MAX_RESTARTS) {
@@ -170,7 +173,10 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       const encrypted = encryptForAgent(nk, v)
       if (Either.isLeft(encrypted)) return { _tag: "Crashed", message: encrypted.left.message } as LoopEvent
       const sent = yield* Effect.either(client.deliverV(targetOf(ctx.view, deps.defaultApiVersion), Buffer.from(encrypted.right).toString("base64")))
-      if (Either.isLeft(sent)) return requestEvent(sent.left, true)
+      if (Either.isLeft(sent)) {
+        yield* Effect.logInfo(`V delivery failed: ${sent.left.message}`)
+        return requestEvent(sent.left, true)
+      }
       yield* Effect.logInfo("V delivered to the agent")
       return { _tag: "VDelivered" } as LoopEvent
     }).pipe(Effect.withSpan("verifier.deliverV", { attributes: { agent_id: agentId } }))
