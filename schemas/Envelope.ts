@@ -83,6 +83,8 @@ export const ServiceUnavailableE = enveloped(
 export const StatusText = {
   success: "Success",
   notFound: (method: string, path: string) => `Not Found: no route for ${method} ${path}`,
+  methodNotAllowed: (method: string, path: string, allowed: ReadonlyArray<string>) =>
+    `Method Not Allowed: ${method} is not served on ${path} (allowed: ${allowed.join(", ")})`,
   unsupportedVersion: (version: string, supported: ReadonlyArray<string>) =>
     `API version ${version} is not supported (supported: ${supported.join(", ")})`,
   malformedJson: (detail: string) => `Malformed JSON body: ${detail}`,

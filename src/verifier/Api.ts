@@ -23,4 +23,4 @@ export class VerifierApi extends HttpApi.make("verifier")
 {}
 
 /** Paths the verifier serves without a version prefix. */
-export const VERIFIER_UNVERSIONED: ReadonlyArray<string> = ["/version", "/versions", "/openapi.json"]
+export const VERIFIER_UNVERSIONED: ReadonlyArray<string> = ["/version", "/versions", "/openapi.json", "/.well-known/ear-jwks.json"]

@@ -10,6 +10,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
 import { HttpServers } from "../../layers/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
+import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
 import { serveOpenApi } from "../ops/openapi.js"
@@ -23,6 +24,7 @@ import {
   VerifierVersionHttpLive
 } from "./Http.js"
 import { Policies } from "./policy/Policies.js"
+import { serveEarJwks } from "./earIssuer.js"
 import { StatelessChecks } from "./Stateless.js"
 
 export interface VerifierServerOptions {
@@ -57,5 +59,11 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     unversioned: VERIFIER_UNVERSIONED,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
-  }).pipe(Layer.provide(api), Layer.provide(serveOpenApi(verifierDocument)))
+  }).pipe(
+    Layer.provide(api),
+    Layer.provide(serveOpenApi(verifierDocument)),
+    Layer.provide(serveEarJwks),
+    // v2 routes only: the push model's /v3 routes answer in JSON:API
+    Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3"))))
+  )
 }

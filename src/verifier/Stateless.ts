@@ -11,6 +11,7 @@ import { builtinMbPolicies, MbPolicyRegistry } from "../boot/policy.js"
 import { VerifierConfig } from "../config/services.js"
 import type { ApiVersion } from "../http/versions.js"
 import { amdRoots, loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../tee/index.js"
+import { recordAttestation } from "../ops/metrics.js"
 import { fromBase64 } from "../tpm/bytes.js"
 import { AgentNotFound } from "./errors.js"
 import { severityPolicyFromOptions } from "./evaluate/severity.js"
@@ -61,7 +62,8 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
           verifyTee: (data) =>
             verifyTeeEvidence(data, { now: new Date(now), chainCache, roots, ...(vcekDir === undefined ? {} : { vcekDir }) })
         }
-        return verifyEvidenceRequest(body, version, ctx)
+        return Effect.tap(verifyEvidenceRequest(body, version, ctx), ({ evaluation }) =>
+          recordAttestation("evidence", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type)))
       })
 
     /** GET verify/identity: the first missing parameter, an unknown agent, or the verdict. */

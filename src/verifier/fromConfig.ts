@@ -11,7 +11,12 @@ import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import type { VerifierOptions } from "../config/sections.js"
+import { EarIssuer } from "./earIssuer.js"
 import { PollerControl } from "./PollerControl.js"
+import { PolicyCache } from "./policy/PolicyCache.js"
+import { AgentRepo } from "./repo/AgentRepo.js"
+import { NotificationOutbox } from "./repo/NotificationOutbox.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
 
 export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions => ({
@@ -22,9 +27,22 @@ export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions
 })
 
 /**
+ * What the pull loop is given: the verifier's repositories and the compiled-policy cache
+ * (`policy_cache_size`), over the section (`VerifierConfig`) and the database.
+ */
+export const pollerDependencies = (c: VerifierOptions) =>
+  Layer.mergeAll(
+    AgentRepo.Default,
+    RuntimePolicyRepo.Default,
+    MbPolicyRepo.Default,
+    NotificationOutbox.Default,
+    PolicyCache.withCapacity(c.policy_cache_size)
+  )
+
+/**
  * The verifier with its TLS, admins, database, metrics listener and pull loop, from its config
- * section. The poller gets the section (`VerifierConfig`) and the database; the loop's own needs
- * beyond those stay in the result's requirements.
+ * section. The poller gets `pollerDependencies`, the section and the database; the loop's own
+ * needs beyond those stay in the result's requirements.
  */
 export const VerifierFromConfig = <E = never, R = never>(
   c: VerifierOptions,
@@ -32,7 +50,8 @@ export const VerifierFromConfig = <E = never, R = never>(
 ) => {
   const base = Layer.merge(Layer.succeed(VerifierConfig, c), DbLive(c, "verifier"))
   return VerifierServerLive(verifierServerOptions(c)).pipe(
-    Layer.provide(poller),
+    Layer.provide(Layer.provide(poller, pollerDependencies(c))),
+    Layer.provide(EarIssuer.fromSection(c)),
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))

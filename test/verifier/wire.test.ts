@@ -1,7 +1,7 @@
 /**
  * Wire compatibility: the 151 verifier exchanges captured from the real Keylime verifier
  * (`vectors/keylime-wire/verifier.jsonl`) replayed in order against attest's verifier over HTTPS
- * on a fresh database, with the capture's settings (pull mode, enable_agent_mtls, verifier_id
+ * on a fresh database (SQLite, then PostgreSQL), with the capture's settings (pull mode, enable_agent_mtls, verifier_id
  * default, quote_interval 2). Every exchange must be identical (status, media type, body without
  * the volatile fields) unless it is in DIFFERENCES below, where each entry says why and what attest
  * answers instead.
@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { testDatabase } from "../support/db.js"
 import { readVectorText } from "../support/vectors.js"
 import { makeTestPki, removePki, startVerifier, vcall, type VParsed } from "./apiHarness.js"
-import { owningPoller } from "./support.js"
+import { backends, owningPoller } from "./support.js"
 
 interface WireRecord {
   readonly id: string
@@ -60,8 +60,9 @@ interface Difference {
 
 const EMPTY_BODY =
   "Keylime's framework answers an empty text/html body; attest answers the same status with its envelope naming the problem (clients need no empty bodies)"
-const NO_ROUTE =
-  "Keylime's router answers 405 (or 404/500) with an empty body for a method or path it does not serve; attest answers 404 with its envelope naming the method and path"
+const NO_ROUTE = "Keylime's router answers 404 with an empty body for a path it does not serve; attest answers 404 with its envelope naming the method and path"
+const NO_METHOD =
+  "Keylime's router answers 405 with an empty body for a method a path does not serve; attest answers 405 with its envelope naming the methods served there (and an Allow header)"
 const JSON_API_403 = "Keylime's 403 has a JSON:API {errors} body; attest answers 403 with its envelope and Keylime's detail text"
 const VERSIONS = "supported_versions lists what attest's verifier serves (2.0-2.6); Keylime also lists 1.0 (which it answers 404) and 3.0 (500 in pull mode)"
 const LEFTOVER =
@@ -86,7 +87,7 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
   "ver-v26-root": { reason: "Keylime answers 500 (its MainHandler bug); attest answers 404", status: 404, text: /^Not Found: no route for GET \/v2\.6\/$/ },
   "ver-add-malformed-json": { reason: EMPTY_BODY, text: /^Malformed JSON body: / },
   "ver-add-empty-body": { reason: EMPTY_BODY + " (Keylime's own handler text for it)", text: /^Expected non zero content length$/ },
-  "ver-add-no-id": { reason: NO_ROUTE, status: 404, text: /^Not Found: no route for POST \/v2\.6\/agents\/$/ },
+  "ver-add-no-id": { reason: NO_METHOD, text: /^Method Not Allowed: POST is not served on \/v2\.6\/agents\/ \(allowed: GET\)$/ },
   "ver-add-nocert": { reason: JSON_API_403, text: /^Action create_agent requires admin authentication \(mTLS certificate\)$/ },
   "ver-get-ok-v21": {
     reason:
@@ -121,7 +122,7 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
   "ver-mbpolicy-add-malformed": { reason: EMPTY_BODY, text: /^Malformed JSON body: / },
   "ver-mbpolicy-list": { reason: LEFTOVER, text: /^Success$/, results: (t) => ({ "mbpolicy names": only(t["mbpolicy names"], ["mb-bad"]) }) },
   "ver-mbpolicy-list-v25": { reason: LEFTOVER, text: /^Success$/, results: (t) => ({ "mbpolicy names": only(t["mbpolicy names"], ["mb-bad"]) }) },
-  "ver-identity-post": { reason: NO_ROUTE, status: 404, text: /^Not Found: no route for POST \/v2\.6\/verify\/identity$/ },
+  "ver-identity-post": { reason: NO_METHOD, text: /^Method Not Allowed: POST is not served on \/v2\.6\/verify\/identity \(allowed: GET\)$/ },
   "ver-evidence-ok-no-runtime-policy": { reason: EVIDENCE_MESSAGE, text: /^Success$/, results: failuresLoosely },
   "ver-evidence-ok-pcr-only": { reason: EVIDENCE_MESSAGE, text: /^Success$/, results: failuresLoosely },
   "ver-evidence-policy-fail": { reason: EVIDENCE_MESSAGE, text: /^Success$/, results: failuresLoosely },
@@ -141,13 +142,13 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
     results: (t) => ({ ...t, failures: t.failures.map((f: any) => ({ ...f, type: f.type.replace(/^tee_attestation\./, "tee.") })) })
   },
   "ver-evidence-malformed": { reason: EMPTY_BODY, text: /^Malformed JSON body: / },
-  "ver-evidence-get": { reason: NO_ROUTE, status: 404, text: /^Not Found: no route for GET \/v2\.6\/verify\/evidence$/ },
+  "ver-evidence-get": { reason: NO_METHOD, text: /^Method Not Allowed: GET is not served on \/v2\.6\/verify\/evidence \(allowed: POST\)$/ },
   "ver-stop-empty-json-body": {
     reason: "Keylime's framework refuses a PUT with Content-Type JSON and no body (400, empty); stop takes no body, attest ignores it and answers for the unknown agent (Keylime's text)",
     text: /^Exception error: No row was found when one was required$/
   },
   "ver-put-other-subpath": { reason: NO_ROUTE, text: /^Not Found: no route for PUT \/v2\.6\/agents\/d432fbb3-d2f1-4a97-9ef7-75bd81c00011\/foo$/ },
-  "ver-put-agent": { reason: NO_ROUTE, status: 404, text: /^Not Found: no route for PUT \/v2\.6\/agents\/d432fbb3-d2f1-4a97-9ef7-75bd81c00011$/ },
+  "ver-put-agent": { reason: NO_METHOD, text: /^Method Not Allowed: PUT is not served on \/v2\.6\/agents\/d432fbb3-d2f1-4a97-9ef7-75bd81c00011 \(allowed: GET, POST, DELETE\)$/ },
   "ver-stop-nocert": { reason: JSON_API_403, text: /^Action stop_agent requires admin authentication \(mTLS certificate\)$/ },
   "ver-delete-nocert": { reason: JSON_API_403, text: /^Action delete_agent requires admin authentication \(mTLS certificate\)$/ },
   "ver-unknown-route": { reason: NO_ROUTE, text: /^Not Found: no route for GET \/v2\.6\/foo$/ },
@@ -160,7 +161,7 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
     text: /^API version 3\.0 is not supported/
   },
   "ver-unknown-route-nocert": { reason: NO_ROUTE, text: /^Not Found: no route for GET \/v2\.6\/foo$/ },
-  "ver-delete-list": { reason: NO_ROUTE, status: 404, text: /^Not Found: no route for DELETE \/v2\.6\/agents\/$/ },
+  "ver-delete-list": { reason: NO_METHOD, text: /^Method Not Allowed: DELETE is not served on \/v2\.6\/agents\/ \(allowed: GET\)$/ },
   "ver-add-runtime-policy-bad-b64": {
     reason: "Keylime's lenient base64 decodes \"%%%\" to an empty policy and adds the agent; attest refuses runtime_policy that is not strict base64",
     status: 400,
@@ -172,10 +173,10 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
 
-describe("Keylime verifier exchanges replayed against attest over HTTPS", () => {
+for (const [backend, available] of backends) describe.skipIf(!available)(`Keylime verifier exchanges replayed against attest over HTTPS on ${backend}`, () => {
   it.scopedLive("answers every recorded exchange identically except the reviewed differences", () =>
     Effect.gen(function*() {
-      const db = yield* testDatabase("sqlite")
+      const db = yield* testDatabase(backend)
       // the capture's verifier polled the agents it added; a DELETE of one it polls is immediate (200)
       const v = yield* startVerifier({ pki, db, poller: owningPoller().layer })
       const identical: Array<string> = []
@@ -212,7 +213,7 @@ describe("Keylime verifier exchanges replayed against attest over HTTPS", () => 
           expect(env.results, rec.id).toEqual(difference!.results((theirsBody as { results: unknown }).results))
         }
       }
-      console.log(`verifier wire replay: ${identical.length} of ${records.length} exchanges identical, ${differing.length} reviewed differences`)
+      console.log(`verifier wire replay (${backend}): ${identical.length} of ${records.length} exchanges identical, ${differing.length} reviewed differences`)
       expect(records.length).toBe(151)
       expect(identical.length + differing.length).toBe(records.length)
       expect(differing.length).toBe(Object.keys(DIFFERENCES).length)

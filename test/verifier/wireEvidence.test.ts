@@ -69,13 +69,13 @@ const answerIdentity = (query: Record<string, string>): Answer =>
 
 /**
  * Exchanges whose answer is the HTTP layer's, not these functions': sent over HTTPS. Keylime answers
- * them with an empty text/html body (400, and 405 for a wrong method); attest with its envelope
- * naming the problem, and 404 for a method the route does not serve (test/verifier/wire.test.ts).
+ * them with an empty text/html body (400, and 405 for a wrong method); attest with the same status
+ * and its envelope naming the problem (test/verifier/wire.test.ts).
  */
 const HTTP_LAYER: Readonly<Record<string, { readonly note: string; readonly status: number; readonly text: RegExp }>> = {
   "ver-evidence-malformed": { note: "malformed JSON: 400 before the request logic runs", status: 400, text: /^Malformed JSON body: / },
-  "ver-evidence-get": { note: "GET on a POST route: 404 naming method and path", status: 404, text: /^Not Found: no route for GET \/v2\.6\/verify\/evidence$/ },
-  "ver-identity-post": { note: "POST on a GET route: 404 naming method and path", status: 404, text: /^Not Found: no route for POST \/v2\.6\/verify\/identity$/ }
+  "ver-evidence-get": { note: "GET on a POST route: 405 naming the method served", status: 405, text: /^Method Not Allowed: GET is not served on \/v2\.6\/verify\/evidence \(allowed: POST\)$/ },
+  "ver-identity-post": { note: "POST on a GET route: 405 naming the method served", status: 405, text: /^Method Not Allowed: POST is not served on \/v2\.6\/verify\/identity \(allowed: GET\)$/ }
 }
 
 const pki = makeTestPki()

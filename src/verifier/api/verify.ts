@@ -41,7 +41,7 @@ export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
       .addError(BadRequestWithResultsE)
       .annotate(
         OpenApi.Summary,
-        "Verify evidence (`type` tpm or tee) against the policies in the request; input errors are 400 with `results.failures` (public, API 2.4+)"
+        "Verify evidence (`type` tpm or tee) against the policies in the request; input errors are 400 with `results.failures` (public, API 2.4+). With `Accept: application/eat+jwt` the verdict is an EAR (ES256 JWT, keys at GET /.well-known/ear-jwks.json)"
       )
   )
   .addError(BadRequestE)
