@@ -14,6 +14,7 @@
 import * as fs from "node:fs"
 import { Data, Duration, Effect, Either, Option, Ref, Schedule } from "effect"
 import { UsageError } from "../cli/exitCode.js"
+import { emptyTrustStore } from "../pki/chain.js"
 import { formatMask, quoteMask, tpmPolicyFromJson } from "../verifier/evaluate/tpmPolicy.js"
 import { pythonJsonDumps } from "../verifier/pythonJson.js"
 import { OperationalState } from "../verifier/states.js"
@@ -142,7 +143,9 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
     const givenRevocationKey = Option.isSome(o.revocationKey) ? (yield* readFile("revocation-key", o.revocationKey.value)).toString("utf8") : ""
 
     const record = yield* registrarRecord(c, agentId)
-    const issuer = yield* checkEkCertificate(agentId, record, opts.require_ek_cert || record.ekcert !== null ? yield* loadEkTrustStore(opts.ek_ca_dir) : { dir: opts.ek_ca_dir, anchors: [], skipped: [] }, opts.require_ek_cert)
+    // the trust store is read only when there is a certificate to check (or one is required)
+    const store = opts.require_ek_cert || record.ekcert !== null ? yield* loadEkTrustStore(opts.ek_ca_dir) : emptyTrustStore(opts.ek_ca_dir)
+    const issuer = yield* checkEkCertificate(agentId, record, store, opts.require_ek_cert)
     yield* out.note(issuer === undefined ? `agent ${agentId}: no EK certificate (require_ek_cert is off)` : `agent ${agentId}: EK certificate trusted (chains to ${issuer})`)
 
     const ip = Option.isSome(o.ip) ? o.ip.value : record.ip
