@@ -73,6 +73,20 @@ const stop = async (run: Run) => {
   return code
 }
 
+const adminGet = (cwd: string, url: string, path: string) =>
+  new Promise<{ operational_state: number; last_successful_attestation: number | null }>((resolve, reject) => {
+    const ca = join(cwd, ".attest/cv_ca")
+    https.get(`${url}${path}`, {
+      ca: readFileSync(join(ca, "cacert.crt")),
+      cert: readFileSync(join(ca, "client-cert.crt")),
+      key: readFileSync(join(ca, "client-private.pem"))
+    }, (res) => {
+      let body = ""
+      res.on("data", (c) => (body += c))
+      res.on("end", () => resolve(JSON.parse(body).results))
+    }).on("error", reject)
+  })
+
 const adminList = (cwd: string, url: string) =>
   new Promise<{ uuids: Array<unknown> }>((resolve, reject) => {
     const ca = join(cwd, ".attest/cv_ca")
@@ -94,10 +108,19 @@ describe("attest up", () => {
       const ports = [await freePort(), await freePort(), await freePort()]
       const runs: Array<Run> = []
       try {
-        const first = start(cwd, ports, ["--tamper", "2"])
+        // ports are picked free before the start; another process on a busy machine may take one
+        // first: then up says EADDRINUSE and exits, and it is started again on other ports
+        let first = start(cwd, ports, ["--tamper", "2"])
         runs.push(first)
+        for (let attempt = 1; attempt < 4 && (await waitFor(first, /^registrar  http:\/\/|EADDRINUSE/, 60_000)).text.includes("EADDRINUSE"); attempt++) {
+          await first.exited
+          for (const i of [0, 1, 2]) ports[i] = await freePort()
+          first = start(cwd, ports, ["--tamper", "2"])
+          runs.push(first)
+        }
         const listening = await waitFor(first, /^registrar  http:\/\//, 60_000)
-        expect((await waitFor(first, /^attest up: data directory /, 1000)).text).toContain("(new)")
+        // (a start refused for a taken port has made the CA already)
+        expect((await waitFor(first, /^attest up: data directory /, 1000)).text).toContain(runs.length === 1 ? "(new)" : "(reused)")
         const ready = await waitFor(first, /^ready: 3 of 3 agents enrolled at the verifier/, 180_000)
         const agentLines = first.lines.filter((l) => /^agent \d  .* registered and activated/.test(l.text))
         expect(agentLines).toHaveLength(3)
@@ -129,10 +152,19 @@ describe("attest up", () => {
         runs.push(second)
         expect((await waitFor(second, /^attest up: data directory /, 60_000)).text).toContain("(reused)")
         await waitFor(second, /^ready: 3 of 3 agents enrolled at the verifier/, 180_000)
-        const resumed = second.lines.filter((l) => /^agent \d  .* already at the verifier .*: resumed/.test(l.text)).map((l) => l.text.split(/\s+/)[2]!)
-        expect(resumed.sort()).toEqual([...ids].sort())
+        // each agent is back at the verifier: resumed, or enrolled again where it listens on a new port (--agent-port 0)
+        const back = second.lines.filter((l) => /^agent \d  .* (already at the verifier .*: resumed|listens on a new port .*: enrolled again)$/.test(l.text))
+        expect(back.map((l) => l.text.split(/\s+/)[2]!).sort()).toEqual([...ids].sort())
         // agent 1 was never tampered: the restarted verifier attests it again
-        await waitFor(second, /^agent 1  \S+  Get Quote \(3\), [1-9]\d* attestations$/, 120_000)
+        const agent1 = ids[agentLines.findIndex((l) => l.text.startsWith("agent 1 "))]!
+        const secondStart = Math.floor(Date.now() / 1000) - 60
+        const deadline = Date.now() + 120_000
+        let status = await adminGet(cwd, `https://127.0.0.1:${ports[2]}`, `/v2.6/agents/${agent1}`)
+        while (!(status.operational_state === 3 && (status.last_successful_attestation ?? 0) >= secondStart) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 500))
+          status = await adminGet(cwd, `https://127.0.0.1:${ports[2]}`, `/v2.6/agents/${agent1}`)
+        }
+        expect({ state: status.operational_state, attestedAgain: (status.last_successful_attestation ?? 0) >= secondStart }).toEqual({ state: 3, attestedAgain: true })
         expect(await stop(second)).not.toBe("timeout")
       } finally {
         for (const r of runs) if (r.child.exitCode === null) r.child.kill("SIGKILL")

@@ -1,13 +1,15 @@
 /**
  * `attest up` enrols its agents through the tenant's own `add` (the same code as `attest tenant add
- * --verify`): an agent the verifier already holds (a restart) is left to the verifier, which
- * resumes it; a new one gets policies made from its machine and is added, V delivery verified.
+ * --verify`): an agent the verifier already holds at the same address (a restart) is left to the
+ * verifier, which resumes it; one that now listens elsewhere (`--agent-port 0`) is enrolled again
+ * as `attest tenant update` does; a new one gets policies made from its machine and is added, V
+ * delivery verified.
  */
 import { Effect, Option } from "effect"
 import type { RunningAgentShape } from "../../agent/Agent.js"
 import type { MeasurementSourceShape } from "../../agent/measurements/MeasurementSource.js"
 import type { SimulatedMachineShape } from "../../agent/measurements/SimulatedMachine.js"
-import { add } from "../../tenant/add.js"
+import { add, type AddOptions, update } from "../../tenant/add.js"
 import { stateLabel, verifierStatus } from "../../tenant/agentCommands.js"
 import type { Connections } from "../../tenant/connect.js"
 import type { Output } from "../../tenant/run.js"
@@ -37,12 +39,13 @@ export const enrol = (c: Connections, agents: ReadonlyArray<UpAgent>, say: (line
       Effect.gen(function*() {
         const id = a.agent.agentId
         const known = yield* verifierStatus(c, id).pipe(Effect.option)
-        if (Option.isSome(known)) {
+        const port = new URL(a.agent.url).port
+        if (Option.isSome(known) && String(known.value.port) === port) {
           yield* say(`agent ${a.n}  ${id}  already at the verifier (${stateLabel(known.value.operational_state)}): resumed`)
           return true
         }
         const files = yield* writeMachinePolicies(a.source, a.dir)
-        yield* add(c, quiet, {
+        const options: AddOptions = {
           agentId: id,
           ip: Option.none(),
           port: Option.none(),
@@ -56,7 +59,13 @@ export const enrol = (c: Connections, agents: ReadonlyArray<UpAgent>, say: (line
           include: [],
           revocationKey: Option.none(),
           verify: true
-        })
+        }
+        if (Option.isSome(known)) {
+          yield* update(c, quiet, options)
+          yield* say(`agent ${a.n}  ${id}  listens on a new port (${known.value.port} → ${port}): enrolled again`)
+          return true
+        }
+        yield* add(c, quiet, options)
         yield* say(`agent ${a.n}  ${id}  enrolled (runtime policy from its IMA list, reference state from its boot log; V delivered)`)
         return true
       }).pipe(

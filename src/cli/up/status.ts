@@ -99,7 +99,8 @@ export const watchStatus = (c: Connections, agents: ReadonlyArray<UpAgent>, o: W
           drawn = 0
         }
       }
-      if (!allAttested && rows.length > 0 && rows.every((r) => r.attestations > 0)) {
+      // attested since this start (a restart resumes agents whose counts are from before)
+      if (!allAttested && rows.length > 0 && rows.every((r) => r.lastSuccess !== null && r.lastSuccess * 1000 >= o.started - 1000)) {
         allAttested = true
         yield* o.say(`all ${rows.length} agents attested ${((Date.now() - o.started) / 1000).toFixed(1)} s after start`)
         drawn = 0
