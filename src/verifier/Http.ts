@@ -11,7 +11,7 @@ import { Effect, Either, FiberRef } from "effect"
 import { BadRequest, BadRequestWithResults, Forbidden, StatusText } from "../../schemas/Envelope.js"
 import { authorize, AuthorizationProvider, type OperationClass } from "../http/authorization.js"
 import { currentApiVersion, type VersionSet } from "../http/versions.js"
-import { version } from "../cli/version.js"
+import { version as attestVersion } from "../cli/version.js"
 import { VerifierConfig } from "../config/services.js"
 import { fromEvaluation } from "../ear/appraisal.js"
 import { EAR_MEDIA_TYPE, issueEar } from "../ear/token.js"
@@ -75,7 +75,7 @@ export const VerifierAgentsHttpLive = HttpApiBuilder.group(VerifierApi, "agents"
       .handle("show", ({ path }) =>
         allow(VerifierAction.readAgent, "agentOrAdmin", path.agent_id).pipe(
           Effect.zipRight(FiberRef.get(currentApiVersion)),
-          Effect.flatMap((version) => answer("agentRead")(agents.show(path.agent_id, version)))
+          Effect.flatMap((apiVersion) => answer("agentRead")(agents.show(path.agent_id, apiVersion)))
         ))
       .handleRaw("add", ({ path, request }) =>
         allow(VerifierAction.createAgent, "admin").pipe(
@@ -159,7 +159,7 @@ export const VerifierVerifyHttpLive = HttpApiBuilder.group(VerifierApi, "verify"
       const subject = typeof data["tpm_ak"] === "string"
         ? `tpm-ak:sha256:${createHash("sha256").update(data["tpm_ak"]).digest("hex")}`
         : "tee"
-      return issueEar(fromEvaluation(subject, evaluation, nonce === undefined ? {} : { nonce }), issuer.key, { verifierId: verifier_id, build: `attest ${version}` }).pipe(
+      return issueEar(fromEvaluation(subject, evaluation, nonce === undefined ? {} : { nonce }), issuer.key, { verifierId: verifier_id, build: `attest ${attestVersion}` }).pipe(
         Effect.map((token) => HttpServerResponse.text(token, { contentType: EAR_MEDIA_TYPE })),
         Effect.mapError((e) => new BadRequest({ message: `cannot issue an EAR: ${e.message}` }))
       )
