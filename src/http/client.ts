@@ -18,6 +18,11 @@ export interface ClientTls {
   /** Trusted server CA (PEM). */
   readonly ca: string
   readonly servername?: string
+  /**
+   * false: the server's host name is not checked against its certificate (the verifier pins each
+   * agent's own certificate, whose names need not include the address it is reached at).
+   */
+  readonly checkServerIdentity?: false
 }
 
 export class HttpTransportError extends Data.TaggedError("HttpTransportError")<{
@@ -32,6 +37,7 @@ const agentOptions = (tls: ClientTls): https.AgentOptions => ({
   ...(tls.cert === undefined ? {} : { cert: tls.cert }),
   ...(tls.key === undefined ? {} : { key: tls.key }),
   ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+  ...(tls.checkServerIdentity === false ? { checkServerIdentity: () => undefined } : {}),
   rejectUnauthorized: true,
   keepAlive: true,
   ...clientTlsPolicy
