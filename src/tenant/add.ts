@@ -20,7 +20,7 @@ import { pythonJsonDumps } from "../verifier/pythonJson.js"
 import { OperationalState } from "../verifier/states.js"
 import { removeAtVerifier, stateLabel, verifierStatus } from "./agentCommands.js"
 import { prepareBootstrap, randomChallenge, verifyHmac } from "./bootstrap.js"
-import { makeCertPackage } from "./certPackage.js"
+import { includedFiles, makeCertPackage } from "./certPackage.js"
 import type { AgentClient, Connections } from "./connect.js"
 import { checkEkCertificate, loadEkTrustStore } from "./ekCheck.js"
 import { TenantError } from "./errors.js"
@@ -142,6 +142,7 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
     })
     const givenRevocationKey = Option.isSome(o.revocationKey) ? (yield* readFile("revocation-key", o.revocationKey.value)).toString("utf8") : ""
     const payloadFile = Option.isSome(o.payload) ? new Uint8Array(yield* readFile("payload", o.payload.value)) : undefined
+    if (o.include.length > 0) yield* includedFiles(o.include).pipe(Effect.mapError((e) => usage(e.message)))
 
     const record = yield* registrarRecord(c, agentId)
     // the trust store is read only when there is a certificate to check (or one is required)
