@@ -5,7 +5,7 @@ import { Logging } from "../../layers/Logging.js"
 import { MetricsEndpoint } from "../../layers/Metrics.js"
 import { Tracing } from "../../layers/Tracing.js"
 import { ConfigSources, VerifierConfig } from "../config/services.js"
-import { VerifierFromConfig } from "../verifier/fromConfig.js"
+import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
 import { version } from "./version.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>
@@ -19,7 +19,7 @@ export const run = ({ config }: { readonly config: Option.Option<string> }) =>
         const metrics = yield* MetricsEndpoint
         if (Option.isSome(metrics)) yield* say(`attest verifier: metrics (Prometheus) on ${metrics.value}/metrics`)
         yield* say(`attest verifier: ${section.mode} mode, verifier_id ${section.verifier_id}`)
-      })).pipe(Layer.provideMerge(VerifierFromConfig(section)))
+      })).pipe(Layer.provideMerge(VerifierFromConfig(section, pollerFromConfig(section))))
     ).pipe(
       Effect.provide(Tracing.fromSection(section, "attest-verifier", version)),
       Effect.provide(Logging.fromSection(section))

@@ -30,6 +30,8 @@ import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolic
 import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
 import { renderAgentStatus, type RenderSettings } from "./render.js"
 import { AgentRepo, type NewAgent } from "./repo/AgentRepo.js"
+import { removeAgentAndOwnPolicies } from "./repo/removeAgent.js"
+import { forgetAgent, setAgentState } from "../ops/metrics.js"
 import { MbPolicyRepo, type MbPolicyData, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { ACTIVE_STATES, OperationalState, REACTIVATABLE_STATES, stateName } from "./states.js"
 
@@ -168,14 +170,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     })
 
     /** Removes an agent and the policies stored under its id that no other agent uses. */
-    const removeNow = (agentId: string) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const removed = yield* agents.remove(agentId)
-        if (!removed) return false
-        if (Option.isNone(yield* runtimePolicies.usedBy(agentId))) yield* runtimePolicies.remove(agentId)
-        if (Option.isNone(yield* mbPolicies.usedBy(agentId))) yield* mbPolicies.remove(agentId)
-        return true
-      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeError("delete agent")(e))))
+    const removeNow = (agentId: string) => removeAgentAndOwnPolicies({ sql, agents, runtimePolicies, mbPolicies }, agentId)
 
     /**
      * DELETE /agents/:id: removed at once unless a loop in another process polls it; then it is
@@ -198,6 +193,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       }
       yield* poller.stop(agentId)
       if (!(yield* removeNow(agentId))) return yield* new AgentNotFound({ agentId })
+      yield* forgetAgent(agentId)
       yield* Effect.logInfo(`Agent ${agentId} deleted (was ${stateName[state as OperationalState] ?? state})`)
       return "deleted" as RemoveOutcome
     })
@@ -211,6 +207,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.TENANT_FAILED })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
       yield* poller.stop(agentId)
+      yield* setAgentState(agentId, OperationalState.TENANT_FAILED)
       yield* Effect.logInfo(`Agent ${agentId} stopped (operational_state 10)`)
     })
 

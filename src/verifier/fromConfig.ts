@@ -10,14 +10,20 @@ import { MetricsServer } from "../../layers/Metrics.js"
 import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
-import type { VerifierOptions } from "../config/sections.js"
+import { sectionDefaults } from "../config/load.js"
+import { type VerifierOptions, verifierSection } from "../config/sections.js"
 import { EarIssuer } from "./earIssuer.js"
+import { VerifierClientTls } from "./ClientTls.js"
+import { PollerLive } from "./Poller.js"
 import { PollerControl } from "./PollerControl.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
 import { NotificationOutbox } from "./repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+
+/** A `[verifier]` section from defaults and the options given (for embedding without a config file). */
+export const verifierOptions = (overrides: Partial<VerifierOptions> = {}): VerifierOptions => sectionDefaults(verifierSection, overrides)
 
 export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions => ({
   host: c.ip,
@@ -57,3 +63,6 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
   )
 }
+
+/** The pull loop of a verifier process from its section: PollerLive with the client identity it presents to agents. */
+export const pollerFromConfig = (c: VerifierOptions) => PollerLive.pipe(Layer.provide(VerifierClientTls.fromSection(c)))
