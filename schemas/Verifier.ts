@@ -89,6 +89,8 @@ const StatusTail = {
   verifier_port: Schema.Int,
   severity_level: Schema.NullOr(Schema.Int),
   last_event_id: NullableString,
+  /** attest: what the last failure said (e.g. the IMA path and entry); Keylime has no such field. */
+  last_event_message: Schema.optional(NullableString),
   attestation_count: Schema.Int,
   last_received_quote: Schema.NullOr(Schema.Int),
   last_successful_attestation: Schema.NullOr(Schema.Int)

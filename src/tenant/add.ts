@@ -20,7 +20,7 @@ import { pythonJsonDumps } from "../verifier/pythonJson.js"
 import { OperationalState } from "../verifier/states.js"
 import { removeAtVerifier, stateLabel, verifierStatus } from "./agentCommands.js"
 import { prepareBootstrap, randomChallenge, verifyHmac } from "./bootstrap.js"
-import { makeCertPackage } from "./certPackage.js"
+import { includedFiles, makeCertPackage } from "./certPackage.js"
 import type { AgentClient, Connections } from "./connect.js"
 import { checkEkCertificate, loadEkTrustStore } from "./ekCheck.js"
 import { TenantError } from "./errors.js"
@@ -141,6 +141,8 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
       measuredBoot: Option.isSome(o.mbRefstate) || Option.isSome(o.mbPolicyName)
     })
     const givenRevocationKey = Option.isSome(o.revocationKey) ? (yield* readFile("revocation-key", o.revocationKey.value)).toString("utf8") : ""
+    const payloadFile = Option.isSome(o.payload) ? new Uint8Array(yield* readFile("payload", o.payload.value)) : undefined
+    if (o.include.length > 0) yield* includedFiles(o.include).pipe(Effect.mapError((e) => usage(e.message)))
 
     const record = yield* registrarRecord(c, agentId)
     // the trust store is read only when there is a certificate to check (or one is required)
@@ -157,8 +159,9 @@ export const add = (c: Connections, out: Output, o: AddOptions) =>
     const nk = yield* checkIdentityQuote(agentId, new Uint8Array(Buffer.from(record.aik_tpm, "base64")), nonce, quote)
     yield* out.note(`agent ${agentId}: identity quote verified with the registered AK; PCR 16 binds its NK (API ${agent.version})`)
 
+    // the package (a certificate issued for the agent) only once the agent has proved its identity
     const pkg = Option.isSome(o.cert) ? Option.some(yield* makeCertPackage({ caDir: o.cert.value, agentId, include: o.include })) : Option.none()
-    const payload = Option.isSome(pkg) ? pkg.value.zip : Option.isSome(o.payload) ? new Uint8Array(yield* readFile("payload", o.payload.value)) : undefined
+    const payload = Option.isSome(pkg) ? pkg.value.zip : payloadFile
     const boot = yield* prepareBootstrap(agentId, nk, payload)
     yield* c.call("agent", agent.url, `keys/ukey of agent ${agentId}`, agent.api.keys.ukey({ payload: boot.ukey }))
     yield* out.note(`agent ${agentId}: U delivered${payload === undefined ? "" : ` with an encrypted payload of ${payload.length} bytes`}`)

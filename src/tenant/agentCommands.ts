@@ -23,7 +23,9 @@ export const verifierStatus = (c: Connections, agentId: string) =>
   })
 
 const lastFailure = (s: AnyAgentStatus): string =>
-  s.last_event_id === null || s.last_event_id === "" ? "none" : `${s.last_event_id}${s.severity_level === null ? "" : ` (severity ${s.severity_level})`}`
+  s.last_event_id === null || s.last_event_id === ""
+    ? "none"
+    : `${s.last_event_id}${s.severity_level === null ? "" : ` (severity ${s.severity_level})`}${"last_event_message" in s && s.last_event_message ? `: ${s.last_event_message}` : ""}`
 
 export const statusText = (agentId: string, s: AnyAgentStatus, now: number): string =>
   fields([

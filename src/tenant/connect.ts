@@ -87,7 +87,14 @@ export const connect = (settings: TenantSettings) =>
     const timeout = Duration.seconds(settings.options.request_timeout)
     const serverClient = yield* makeHttpsClient(settings.tls)
     const call = <A, E, R>(service: Service, url: string, what: string, effect: Effect.Effect<A, E, R>) =>
-      remote({ service, url, what, timeout }, effect)
+      remote({
+        service,
+        url,
+        what,
+        timeout,
+        retries: settings.options.max_retries,
+        retryInterval: Duration.seconds(settings.options.retry_interval)
+      }, effect)
 
     const serverVersion = (service: "registrar" | "verifier", url: string) =>
       Effect.gen(function*() {

@@ -4,7 +4,7 @@
  * (refused connection, TLS handshake, timeout), or an answer the tenant cannot read.
  */
 import { HttpClientError } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 import { TenantError } from "./errors.js"
 
 export type Service = "registrar" | "verifier" | "agent"
@@ -55,6 +55,19 @@ export const describeTransport = (service: Service, url: string, e: unknown): st
   return `cannot reach the ${service} at ${url}: ${typeof inner === "string" ? inner : e instanceof Error ? e.message : String(e)}${code ? ` (${code})` : ""}`
 }
 
+/**
+ * Worth asking again: the server said so (503, its database momentarily unavailable) or the
+ * connection broke mid-request. A refused connection is not: the server is down, say so at once.
+ */
+export const isTransient = (e: unknown): boolean => {
+  if (statusOf(e) === 503) return true
+  if (HttpClientError.isHttpClientError(e) && e._tag === "RequestError") {
+    const code = causeCode(e)
+    return code === "ECONNRESET" || code === "EPIPE" || code === "ETIMEDOUT"
+  }
+  return false
+}
+
 export interface RemoteOptions {
   readonly service: Service
   /** The server's base address, for messages. */
@@ -62,17 +75,25 @@ export interface RemoteOptions {
   /** What was asked, e.g. "GET agent d432…": the start of every message. */
   readonly what: string
   readonly timeout: Duration.DurationInput
+  /** Transient failures (isTransient) are tried again this many times, `retryInterval` apart. */
+  readonly retries?: number
+  readonly retryInterval?: Duration.DurationInput
 }
 
 /**
- * Runs one typed-client call; every failure becomes a TenantError naming the service. A declared
- * error keeps its code in `status` through `onRefused` (callers turn a 404 into "not found" etc.).
+ * Runs one typed-client call, each attempt bounded by `timeout`, transient failures tried again;
+ * every failure becomes a TenantError naming the service, a refusal keeping its code in `status`
+ * (callers turn a 404 into "not found" etc.).
  */
 export const remote = <A, E, R>(o: RemoteOptions, call: Effect.Effect<A, E, R>): Effect.Effect<A, TenantError, R> =>
   call.pipe(
     Effect.timeoutFail({
       duration: o.timeout,
       onTimeout: () => new TenantError({ service: o.service, message: `${o.what}: the ${o.service} at ${o.url} did not answer within ${Duration.format(Duration.decode(o.timeout))}` })
+    }),
+    Effect.retry({
+      while: isTransient,
+      schedule: Schedule.spaced(o.retryInterval ?? Duration.seconds(2)).pipe(Schedule.intersect(Schedule.recurs(o.retries ?? 0)))
     }),
     Effect.mapError((e: unknown): TenantError => {
       if (e instanceof TenantError) return e

@@ -136,7 +136,7 @@ describe("attest up", () => {
         const agentPorts = agentLines.map((l) => Number(/:(\d+)$/.exec(l.text)![1]))
         // --tamper 2: its machine runs an unlisted executable; the status lines show the failure type
         await waitFor(first, /^agent 2  .*TAMPERED: its machine ran \/usr\/local\/bin\/tampered-2/, 120_000)
-        const failed = await waitFor(first, /^agent 2  \S+  Invalid Quote \(9\), .*last failure ima\.validation\.ima-ng\.not_in_allowlist/, 120_000)
+        const failed = await waitFor(first, /^agent 2  \S+  Invalid Quote \(9\), .*last failure ima\.validation\.ima-ng\.not_in_allowlist: File not found in allowlist: \/usr\/local\/bin\/tampered-2 /, 120_000)
         expect(failed.text).toContain(ids[agentLines.findIndex((l) => l.text.startsWith("agent 2 "))]!)
         const registrarList = await adminList(cwd, `https://127.0.0.1:${ports[1]}`)
         expect(registrarList.uuids.flat().sort()).toEqual([...ids].sort())

@@ -35,7 +35,9 @@ const rowOf = (a: UpAgent, s: AnyAgentStatus | undefined): StatusRow =>
       state: s.operational_state,
       attestations: s.attestation_count,
       lastSuccess: s.last_successful_attestation ?? null,
-      lastFailure: s.last_event_id === null || s.last_event_id === "" ? null : s.last_event_id
+      lastFailure: s.last_event_id === null || s.last_event_id === ""
+        ? null
+        : `${s.last_event_id}${"last_event_message" in s && s.last_event_message ? `: ${s.last_event_message}` : ""}`
     }
 
 /** The agent `--tamper` names: its number in the table or its uuid. */
