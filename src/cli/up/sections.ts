@@ -100,7 +100,8 @@ export const upTenantSection = (o: UpOptions, dataDir: string, ports: { readonly
     ca_dir: path.join(dataDir, "cv_ca"),
     ek_ca_dir: ekCaDir(dataDir),
     request_timeout: 30,
-    retry_interval: 1,
+    // how often add --verify asks the agent whether V has arrived: the first quote is due at once
+    retry_interval: 0.2,
     verify_timeout: 120,
     log_format: o.logFormat,
     log_level: o.verbose ? "info" : "warning"
