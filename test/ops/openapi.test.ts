@@ -68,7 +68,9 @@ describe("OpenAPI documents", () => {
       for (const { method, op, path } of operations(doc)) {
         const responses = op["responses"] as Record<string, JsonObject>
         if (path === "/openapi.json") continue
-        expect(refsOf(responses["400"]), `${name} ${method} ${path}`).toEqual(["#/components/schemas/Error400Envelope"])
+        // verify/evidence's input errors also carry their failures in `results`
+        const withResults = path.endsWith("/verify/evidence") ? ["#/components/schemas/Error400ResultsEnvelope"] : []
+        expect(refsOf(responses["400"]), `${name} ${method} ${path}`).toEqual(["#/components/schemas/Error400Envelope", ...withResults])
       }
       expect(schemas["Error400Envelope"]).toMatchObject({ properties: { code: { const: 400 }, status: { type: "string" }, results: { type: "object" } } })
     }
