@@ -1,0 +1,19 @@
+/**
+ * `DashboardLive(options)`: the dashboard as one layer — the sampler reading the verifier and the
+ * registrar with the admin credentials, and the web server on 127.0.0.1 — providing `DashboardUrl`.
+ * `attest dashboard` launches it; `attest up` can add it beside its servers:
+ *
+ *   DashboardLive({ verifierUrl, registrarUrl, tls: { cert, key, ca } })   // tls: the admin client identity
+ *     → Effect.flatMap(DashboardUrl, (url) => say(`attest up: dashboard on ${url}`))
+ */
+import { Layer } from "effect"
+import { SamplerLive, type SamplerOptions } from "./Sampler.js"
+import { type DashboardServerOptions, DashboardServerLive, DashboardUrl } from "./Server.js"
+
+export interface DashboardOptions extends SamplerOptions, DashboardServerOptions {}
+
+export const DashboardLive = (o: DashboardOptions): Layer.Layer<DashboardUrl, import("./Server.js").DashboardListenError | import("./assets.js").AssetsMissing> =>
+  DashboardServerLive(o).pipe(Layer.provide(SamplerLive(o)))
+
+export { DashboardUrl }
+export { DEFAULT_DASHBOARD_PORT } from "./Server.js"
