@@ -31,7 +31,8 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./registrar.js")).registrarCommand,
     (await import("./verifier.js")).verifierCommand,
     (await import("./tee.js")).teeCommand,
-    (await import("./ear.js")).earCommand
+    (await import("./ear.js")).earCommand,
+    (await import("./dashboard.js")).dashboardCommand
   ])
 )
 

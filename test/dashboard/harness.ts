@@ -17,7 +17,7 @@ import { DashboardServerLive, DashboardUrl } from "../../src/dashboard/Server.js
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { testDatabase } from "../support/db.js"
-import { agentBody, call, makeTestPki, registerAndActivate, sqliteLayer, TestRegistrar, testRegistrarLayer, type TestPki } from "../registrar/harness.js"
+import { agentBody, call, registerAndActivate, sqliteLayer, TestRegistrar, testRegistrarLayer, type TestPki } from "../registrar/harness.js"
 import { startVerifier, vcall, type VerifierUnderTest } from "../verifier/apiHarness.js"
 import { validBody } from "../verifier/support.js"
 
