@@ -65,6 +65,8 @@ export const agentEvents = (before: AgentRecord | undefined, after: AgentRecord,
     }
     return out
   }
+  // in the order they are shown oldest first: the state change, then what it came with
+  if (after.state !== before.state) out.push({ t, kind: "state", message: `${before.stateName} → ${after.stateName}` })
   const attested = after.attestationCount - before.attestationCount
   if (attested > 0) out.push({ t, kind: "attested", count: attested, message: `${attested} attestation${attested === 1 ? "" : "s"} passed` })
   if (after.lastEventId !== null && (after.lastEventId !== before.lastEventId || after.severityLevel !== before.severityLevel)) {
@@ -72,7 +74,6 @@ export const agentEvents = (before: AgentRecord | undefined, after: AgentRecord,
   } else if (isFailedState(after) && !isFailedState(before)) {
     out.push({ t, kind: "failure", type: after.stateName, severity: after.severityLevel, message: `attestation failed: ${after.stateName}` })
   }
-  if (after.state !== before.state) out.push({ t, kind: "state", message: `${before.stateName} → ${after.stateName}` })
   return out
 }
 

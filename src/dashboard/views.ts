@@ -85,10 +85,12 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
 /**
  * The name of an agent's policy: the one the verifier reports, else the policy stored under the
  * agent's id (Keylime's name for a policy given without one), else "(unnamed)" when the status says
- * the agent has one. null: no policy (an empty one is no policy).
+ * the agent has one; marked when it is empty (Keylime stores an empty policy for an agent given none).
  */
-const policyOf = (reported: string | null, has: boolean, names: ReadonlyArray<string> | null, id: string): string | null =>
-  reported ?? (has ? (names?.includes(id) ? id : "(unnamed)") : null)
+const policyOf = (reported: string | null, has: boolean, names: ReadonlyArray<string> | null, id: string): string | null => {
+  const name = reported ?? (names?.includes(id) ? id : has ? "(unnamed)" : null)
+  return name === null ? null : has ? name : `${name} (empty: nothing checked)`
+}
 
 export const agentView = (s: Snapshot, h: History, id: string, now: number) => {
   const a = s.agents.get(id)

@@ -87,7 +87,7 @@ describe("dashboard JSON API", () => {
 
       const agent = yield* getJson(`${fleet.dashboardUrl}api/agents/${A}`)
       expect(agent.status).toBe(200)
-      expect(agent.json).toMatchObject({ id: A, onVerifier: true, registrar: { active: true }, policies: { runtime: null, measuredBoot: null } })
+      expect(agent.json).toMatchObject({ id: A, onVerifier: true, registrar: { active: true }, policies: { runtime: `${A} (empty: nothing checked)`, measuredBoot: `${A} (empty: nothing checked)` } })
       expect(agent.json.timeline.map((e: any) => e.kind)).toEqual(["added"])
       const unknown = yield* getJson(`${fleet.dashboardUrl}api/agents/d432fbb3-d2f1-4a97-9ef7-75bd81c0dfff`)
       expect(unknown.status).toBe(404)
@@ -103,6 +103,33 @@ describe("dashboard JSON API", () => {
       const gone = yield* getJson(`${fleet.dashboardUrl}api/agents/${A}`)
       expect(gone.json.onVerifier).toBe(false)
       expect(gone.json.timeline.map((e: any) => e.kind)).toEqual(["removed", "added"])
+    }), 120_000)
+
+  it.scopedLive("attestations and failures written by the loop show as counts, freshness, rate and timeline events", () =>
+    Effect.gen(function*() {
+      const fleet = yield* startFleet(pki, { intervalMs: 60_000 })
+      yield* fleet.addToVerifier(A)
+      yield* fleet.addToVerifier(B)
+      yield* fleet.sampler.sampleNow
+      yield* fleet.verdict(A, { valid: true })
+      yield* fleet.verdict(A, { valid: true })
+      yield* fleet.verdict(B, { valid: false, failureType: "ima.policy_violation" })
+      yield* fleet.sampler.sampleNow
+      const overview = yield* getJson(`${fleet.dashboardUrl}api/overview`)
+      expect(overview.json.counts).toMatchObject({
+        byStatus: { PASS: 1, FAIL: 1, PENDING: 0 },
+        byState: { get_quote: 1, invalid_quote: 1 },
+        freshness: { under_1m: 1, "1m_to_10m": 0, over_10m: 0, never: 1 }
+      })
+      expect(overview.json.failuresLastHour).toBe(1)
+      expect(overview.json.attestationsPerSecond).toBeGreaterThan(0)
+      expect(overview.json.series.map((p: any) => [p.pass, p.fail, p.pending])).toEqual([[0, 0, 0], [0, 0, 2], [1, 1, 0]])
+      const a = yield* getJson(`${fleet.dashboardUrl}api/agents/${A}`)
+      expect(a.json.verifier).toMatchObject({ attestationCount: 2, status: "PASS", hashAlg: "sha256" })
+      expect(a.json.timeline.map((e: any) => [e.kind, e.count ?? null])).toEqual([["attested", 2], ["state", null], ["added", null]])
+      const b = yield* getJson(`${fleet.dashboardUrl}api/agents/${B}`)
+      expect(b.json.timeline[0]).toMatchObject({ kind: "failure", type: "ima.policy_violation", severity: 1 })
+      expect(b.json.verifier).toMatchObject({ status: "FAIL", stateName: "Invalid Quote", lastEventId: "ima.policy_violation" })
     }), 120_000)
 
   it.scopedLive("says so when the verifier cannot be reached, and keeps serving", () =>

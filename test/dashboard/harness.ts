@@ -6,7 +6,7 @@
  * simulator (EK certificate from the simulated manufacturer) and added to the verifier with the
  * body Keylime's tenant sends.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,6 +16,8 @@ import { SamplerLive, Sampler } from "../../src/dashboard/Sampler.js"
 import { DashboardServerLive, DashboardUrl } from "../../src/dashboard/Server.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
+import { SqlLive } from "../../layers/Sql.js"
+import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
 import { testDatabase } from "../support/db.js"
 import { agentBody, call, registerAndActivate, sqliteLayer, TestRegistrar, testRegistrarLayer, type TestPki } from "../registrar/harness.js"
 import { startVerifier, vcall, type VerifierUnderTest } from "../verifier/apiHarness.js"
@@ -35,6 +37,11 @@ export interface Fleet {
   readonly sampler: Context.Tag.Service<Sampler>
   readonly addToVerifier: (id: string) => Effect.Effect<void>
   readonly deleteFromVerifier: (id: string) => Effect.Effect<void>
+  /**
+   * A verdict as the pull loop writes it (AgentRepo, the verifier's own write path, on the
+   * verifier's database): a passed attestation, or a failure of the given type (INVALID_QUOTE).
+   */
+  readonly verdict: (id: string, v: { readonly valid: true } | { readonly valid: false; readonly failureType: string }) => Effect.Effect<void>
   /** Registers with the registrar (and activates unless `activate` is false). */
   readonly register: (id: string, activate?: boolean) => Effect.Effect<void>
 }
@@ -55,7 +62,9 @@ export const startFleet = (pki: TestPki, o: FleetOptions = {}) =>
   Effect.gen(function*() {
     const regCtx = yield* Layer.build(testRegistrarLayer({ pki, ekTrustStore: ekTrust }, sqliteLayer(join(mkdtempSync(join(tmpdir(), "attest-dash-reg-")), "registrar.sqlite"))))
     const reg = Context.get(regCtx, TestRegistrar)
-    const verifier = yield* startVerifier({ pki, db: yield* testDatabase("sqlite") })
+    const verifierDb = yield* testDatabase("sqlite")
+    const verifier = yield* startVerifier({ pki, db: verifierDb })
+    const repo = Context.get(yield* Layer.build(Layer.orDie(AgentRepo.Default.pipe(Layer.provide(SqlLive(verifierDb, "verifier"))))), AgentRepo)
     const tpmCtx = yield* Layer.build(Layer.orDie(TpmSimulator.layer({ seed: "dashboard-fleet" })))
     const tpm = Context.get(tpmCtx, Tpm)
     const dashCtx = yield* Layer.build(Layer.orDie(dashboardLayer({ verifierUrl: o.verifierUrl ?? verifier.url, registrarUrl: reg.httpsUrl, pki, ...(o.intervalMs === undefined ? {} : { intervalMs: o.intervalMs }) })))
@@ -76,6 +85,21 @@ export const startFleet = (pki: TestPki, o: FleetOptions = {}) =>
           Effect.zipRight(vcall(pki, verifier, { method: "DELETE", path: `/v2.6/agents/${id}` })),
           Effect.flatMap(expectStatus(`delete ${id}`, [200]))
         ),
+      verdict: (id, v) =>
+        Effect.gen(function*() {
+          const row = Option.getOrThrow(yield* repo.find(id))
+          const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+          const won = yield* repo.recordVerdict(id, row.generation, {
+            operationalState: v.valid ? 3 : 9,
+            valid: v.valid,
+            receivedAt: now,
+            event: v.valid ? undefined : { eventId: v.failureType, severityLevel: 1 },
+            evaluationState: null,
+            algorithms: { hashAlg: "sha256", encAlg: "rsa", signAlg: "rsassa" },
+            nextPollAt: null
+          })
+          if (!won) return yield* Effect.dieMessage(`verdict for ${id} lost to an admin change`)
+        }).pipe(Effect.orDie),
       register: (id: string, activate = true) =>
         activate
           ? Effect.asVoid(registerAndActivate(pki, reg, tpm, id))
