@@ -72,7 +72,7 @@ export const agent = {
       { key: "type", label: "Failure type" },
       { key: "severity", label: "Severity" },
       { key: "message", label: "Message", cls: () => "wrap" }
-    ], { testid: "timeline", placeholder: "Filter events", initialSort: "t", empty: "nothing observed yet (the dashboard records changes while it runs)" })
+    ], { testid: "timeline", placeholder: "Filter events", initialSort: "t", initialDir: -1, empty: "nothing observed yet (the dashboard records changes while it runs)" })
     main.replaceChildren(title,
       el("div", { class: "grid2" }, identity, el("div", {}, policies, el("div", { style: "height:12px" }), pcrs)),
       el("h2", { text: "Timeline (newest first)" }), timeline.element)

@@ -5,10 +5,10 @@ import { el } from "./dom.js"
 
 /**
  * columns: [{ key, label, value?: row => sortable, render?: row => Node|string, cls?: row => string }]
- * options: { testid, placeholder, rowTestid?: row => string, onRow?: row => void, initialSort?: key, empty?: string }
+ * options: { testid, placeholder, rowTestid?: row => string, onRow?: row => void, initialSort?: key, initialDir?: 1 | -1, empty?: string }
  */
 export const makeTable = (columns, options) => {
-  const state = { sortKey: options.initialSort ?? columns[0].key, dir: 1, filter: "", rows: [] }
+  const state = { sortKey: options.initialSort ?? columns[0].key, dir: options.initialDir ?? 1, filter: "", rows: [] }
   const input = el("input", { type: "search", placeholder: options.placeholder ?? "Filter", "data-testid": `${options.testid}-filter`, "aria-label": "filter" })
   const count = el("span", { class: "muted", "data-testid": `${options.testid}-count` })
   const headRow = el("tr")
