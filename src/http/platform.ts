@@ -12,7 +12,6 @@ import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, 
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
 import { recordRequestMetrics } from "./requestMetrics.js"
-import { methodChecker, type RouteTemplate } from "./routes.js"
 import { currentApiVersion, matchVersionPrefix, type VersionSet } from "./versions.js"
 
 export interface PlatformOptions {
@@ -22,11 +21,6 @@ export interface PlatformOptions {
   readonly maxBodyBytes: number
   /** Deepest JSON nesting accepted in a body (default DEFAULT_MAX_JSON_DEPTH). */
   readonly maxJsonDepth?: number
-  /**
-   * The API's route templates (src/http/routes.ts `routesOf`): a path served only under other
-   * methods is answered 405 with `Allow`. Without it such a request is a 404 like any unknown route.
-   */
-  readonly routes?: ReadonlyArray<RouteTemplate>
 }
 
 /** 1 MiB: registrations and activations are a few KiB; verifier policies set their own larger limit. */
@@ -49,14 +43,6 @@ export const withRetryAfter = (response: HttpServerResponse.HttpServerResponse):
 /** Version prefix, body limit and envelope around the app, per listener. */
 export const platformMiddleware = (options: PlatformOptions, listener: Listener) => {
   const unversioned = new Set(options.unversioned)
-  const otherMethods = options.routes === undefined ? () => undefined : methodChecker(options.routes)
-  /** 405 naming the methods served there, when the path exists under other methods only. */
-  const methodRefused = (method: string, rawPath: string, routedPath: string) => {
-    const allowed = otherMethods(method, routedPath)
-    return allowed === undefined
-      ? undefined
-      : HttpServerResponse.setHeader(envelopeResponse(405, StatusText.methodNotAllowed(method, rawPath, allowed)), "allow", allowed.join(", "))
-  }
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
     const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const route = (request: HttpServerRequest.HttpServerRequest, rawPath: string, query: string) =>
@@ -79,7 +65,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
         // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
         const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
         if (unversioned.has(path)) {
-          return methodRefused(request.method, rawPath, path) ?? (yield* withUrl(app, path + query))
+          return yield* withUrl(app, path + query)
         }
         const match = matchVersionPrefix(path, options.versions)
         switch (match._tag) {
@@ -94,9 +80,9 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
               )
             )
           case "Versioned":
-            return methodRefused(request.method, rawPath, match.rest) ?? (yield* withUrl(app, match.rest + query).pipe(
+            return yield* withUrl(app, match.rest + query).pipe(
               Effect.locally(currentApiVersion, match.version)
-            ))
+            )
         }
       })
     return Effect.gen(function*() {

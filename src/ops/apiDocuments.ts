@@ -40,7 +40,19 @@ export const verifierDocument = (): JsonObject =>
       "The verifier's HTTPS API (port 8881): agents to attest, named runtime and measured-boot policies, and the stateless verify/identity and verify/evidence checks. Admin operations need an admin client certificate (mTLS); verify/* and /version are public; an agent may read its own status. Wire-compatible with Keylime's verifier (API 2.0-2.6).",
     versions: V2_VERSIONS,
     unversioned: VERIFIER_UNVERSIONED,
-    servesDocument: true
+    servesDocument: true,
+    extraPaths: {
+      "/.well-known/ear-jwks.json": {
+        get: {
+          tags: ["ear"],
+          operationId: "earJwks",
+          summary: "The public keys (JWKS, ES256) verify/evidence signs EAR attestation results with (public)",
+          parameters: [],
+          security: [],
+          responses: { "200": { description: "A JWK set (RFC 7517)", content: { "application/jwk-set+json": { schema: { type: "object" } } } } }
+        }
+      }
+    }
   })
 
 export const apiDocuments: ReadonlyArray<{ readonly name: string; readonly document: () => JsonObject }> = [

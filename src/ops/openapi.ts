@@ -31,6 +31,8 @@ export interface ApiDocumentOptions {
   readonly servesDocument?: boolean
   /** The status of an unsupported version prefix: 404 (registrar, verifier) or 400 (the agent, as rust-keylime). */
   readonly unsupportedVersionStatus?: 400 | 404
+  /** Paths served outside the HttpApi (a router route such as the verifier's JWKS), as OpenAPI path items. */
+  readonly extraPaths?: JsonObject
 }
 
 /** A JSON document (what OpenApi.fromApi returns, loosened for the corrections). */
@@ -177,6 +179,14 @@ export const openApiDocument = (api: HttpApi.HttpApi.Any, options: ApiDocumentOp
       }
     }
     tags.push({ name: "openapi" })
+  }
+  for (const [path, item] of Object.entries(options.extraPaths ?? {})) {
+    paths[path] = item
+    for (const op of Object.values(item as JsonObject)) {
+      for (const tag of (isObject(op) ? (op["tags"] as Array<string> | undefined) : undefined) ?? []) {
+        if (!tags.some((t) => t["name"] === tag)) tags.push({ name: tag })
+      }
+    }
   }
   tightenEnvelopes(schemas)
   const doc: JsonObject = {

@@ -10,7 +10,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
 import { HttpServers } from "../../layers/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
-import { routesOf } from "../http/routes.js"
+import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
 import { serveOpenApi } from "../ops/openapi.js"
@@ -57,8 +57,13 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
   return HttpServers.layer({
     versions: V2_VERSIONS,
     unversioned: VERIFIER_UNVERSIONED,
-    routes: routesOf(VerifierApi),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
-  }).pipe(Layer.provide(api), Layer.provide(serveOpenApi(verifierDocument)), Layer.provide(serveEarJwks))
+  }).pipe(
+    Layer.provide(api),
+    Layer.provide(serveOpenApi(verifierDocument)),
+    Layer.provide(serveEarJwks),
+    // v2 routes only: the push model's /v3 routes answer in JSON:API
+    Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3"))))
+  )
 }

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { HttpApiClient } from "@effect/platform"
 import { Effect } from "effect"
-import type { AgentCreateRequest } from "../../schemas/Verifier.js"
+import type { AgentCreateRequest, LegacyAgentCreateRequest } from "../../schemas/Verifier.js"
 import { HttpsClientLayer } from "../../src/http/client.js"
 import { VerifierApi } from "../../src/verifier/Api.js"
 import { testDatabase } from "../support/db.js"
@@ -101,8 +101,28 @@ for (const [backend, available] of backends) {
         expect(yield* client.allowlists.list()).toEqual({ "runtimepolicy names": [A, "rt1"] })
         yield* client.allowlists.remove({ path: { name: "rt1" } })
         expect(yield* client.agents.remove({ path: { agent_id: A } })).toBe("deleted")
+        // an agent another process polls: 202, decoded as "terminating"
+        const B = "d432fbb3-d2f1-4a97-9ef7-75bd81c00012"
+        yield* client.agents.add({ path: { agent_id: B }, payload: validBody() as unknown as AgentCreateRequest })
+        expect(yield* client.agents.remove({ path: { agent_id: B } })).toBe("terminating")
         const missing = yield* Effect.flip(client.agents.show({ path: { agent_id: A } }))
         expect(missing).toMatchObject({ _tag: "NotFound", message: "agent id not found" })
+      }).pipe(Effect.provide(HttpsClientLayer(pki.clients.admin))))
+
+    it.scopedLive("every creation body variant over HTTPS: the 2.1-era body (allowlist, vtpm_policy) through the typed client, the spec's 2.5 body with mb_refstate", () =>
+      Effect.gen(function*() {
+        const db = yield* testDatabase(backend)
+        const v = yield* startVerifier({ pki, db })
+        const client = yield* HttpApiClient.make(VerifierApi, { baseUrl: `${v.url}/v2.1` })
+        const { runtime_policy: _r, runtime_policy_name: _n, runtime_policy_key: _k, mb_policy: _m, mb_policy_name: _mn, ...rest } = validBody()
+        const policyText = Buffer.from(recordedPolicyBase64(), "base64").toString()
+        const legacy = { ...rest, vtpm_policy: "{\"mask\": \"0x0\"}", allowlist: policyText } as unknown as LegacyAgentCreateRequest
+        yield* client.agents.add({ path: { agent_id: "legacy-1" }, payload: legacy })
+        expect(yield* client.agents.show({ path: { agent_id: "legacy-1" } })).toMatchObject({ vtpm_policy: "{\"mask\": \"0x0\"}", allowlist_len: 3, mb_refstate_len: 0 })
+        const refstate = JSON.stringify({ has_secureboot: false, kernels: [] })
+        const spec = yield* vcall(pki, v, { method: "POST", path: "/v2.5/agents/spec-25", json: { ...rest, runtime_policy: "", mb_refstate: refstate } })
+        expect(summary(spec)).toEqual({ status: 200, text: "Success", results: {} })
+        expect((yield* vcall(pki, v, { method: "GET", path: "/v2.5/agents/spec-25" })).json).toMatchObject({ results: { has_mb_refstate: 1, has_runtime_policy: 0 } })
       }).pipe(Effect.provide(HttpsClientLayer(pki.clients.admin))))
 
     it.scopedLive("GET /version is public and /openapi.json describes the API", () =>

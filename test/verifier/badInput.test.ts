@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { DbLive } from "../../layers/Sql.js"
 import { testDatabase } from "../support/db.js"
+import { readVectorText } from "../support/vectors.js"
 import { makeTestPki, removePki, startVerifier, summary, vcall } from "./apiHarness.js"
 import { backends, record, recordedPolicyBase64, snapshotTables, validBody } from "./support.js"
 
@@ -150,6 +151,24 @@ for (const [backend, available] of backends) {
         })
         const missing = summary(yield* call("POST", "/v2.6/verify/evidence", record("ver-evidence-missing-quote").request.body))
         expect(missing).toEqual({ status: 400, text: "Bad Request", results: (record("ver-evidence-missing-quote").response.body as { results: unknown }).results })
+      }))
+
+    it.scopedLive("DSSE-signed runtime policies over HTTPS: verified at upload (201), a bad signature or a signed policy without its key is 401 and stores nothing; inline at agent creation too", () =>
+      Effect.gen(function*() {
+        const db = yield* testDatabase(backend)
+        const v = yield* startVerifier({ pki, db })
+        const data = (name: string) => readVectorText("keylime", "test", "data", name)
+        const key = b64(data("runtime-policy-pubkey.pub"))
+        const call = (method: string, path: string, json: unknown) => vcall(pki, v, { method, path, json })
+        expect(summary(yield* call("POST", "/v2.6/allowlists/signed", { runtime_policy: b64(data("runtime-policy-test-signed.json")), runtime_policy_key: key }))).toEqual({ status: 201, text: "Created", results: {} })
+        const bad = summary(yield* call("POST", "/v2.6/allowlists/bad", { runtime_policy: b64(data("runtime-policy-test-signed-bad.json")), runtime_policy_key: key }))
+        expect(bad).toEqual({ status: 401, text: "Runtime policy failed DSSE signature verification!", results: {} })
+        const noKey = summary(yield* call("POST", "/v2.6/allowlists/nokey", { runtime_policy: b64(data("runtime-policy-test-signed.json")) }))
+        expect(noKey).toEqual({ status: 401, text: "Runtime policy signature verification required but no key was given!", results: {} })
+        const inline = summary(yield* call("POST", `/v2.6/agents/${ID}`, { ...validBody(), runtime_policy: b64(data("runtime-policy-test-signed-bad.json")), runtime_policy_key: key }))
+        expect(inline).toEqual({ status: 401, text: "Runtime policy failed DSSE signature verification!", results: {} })
+        expect(summary(yield* vcall(pki, v, { method: "GET", path: "/v2.6/allowlists/" })).results).toEqual({ "runtimepolicy names": ["signed"] })
+        expect(summary(yield* vcall(pki, v, { method: "GET", path: "/v2.6/agents/" })).results).toEqual({ uuids: [] })
       }))
 
     it.scopedLive("bodies over max_upload_size are 413 and JSON nested deeper than 64 levels is 400, before any handler", () =>

@@ -27,6 +27,8 @@ describe("verifier metrics", () => {
       for (const id of ["ver-evidence-ok-runtime-policy", "ver-evidence-policy-fail", "ver-evidence-policy-fail"]) {
         expect((yield* vcall(pki, v, { method: "POST", path: "/v2.6/verify/evidence", json: record(id).request.body })).status).toBe(200)
       }
+      expect((yield* vcall(pki, v, { method: "GET", path: "/v2.6/nothing-here" })).status).toBe(404)
+      expect((yield* vcall(pki, v, { method: "PUT", path: "/v2.6/agents/x" })).status).toBe(405)
       const after = yield* scrape
       expect(count(after, "attest_attestations_total", { model: "evidence", result: "valid" }) - count(before, "attest_attestations_total", { model: "evidence", result: "valid" })).toBe(1)
       expect(count(after, "attest_attestations_total", { model: "evidence", result: "invalid" }) - count(before, "attest_attestations_total", { model: "evidence", result: "invalid" })).toBe(2)
@@ -34,5 +36,9 @@ describe("verifier metrics", () => {
       expect(count(after, "attest_attestation_failures_total", failure) - count(before, "attest_attestation_failures_total", failure)).toBe(2)
       const route = { listener: "verifier", method: "POST", route: "/verify/evidence", status: "200" }
       expect(count(after, "attest_http_requests_total", route) - count(before, "attest_http_requests_total", route)).toBe(3)
+      // paths no API route serves never become labels
+      const unmatched = (status: string) => ({ listener: "verifier", method: status === "404" ? "GET" : "PUT", route: "unmatched", status })
+      expect(count(after, "attest_http_requests_total", unmatched("404")) - count(before, "attest_http_requests_total", unmatched("404"))).toBe(1)
+      expect(count(after, "attest_http_requests_total", unmatched("405")) - count(before, "attest_http_requests_total", unmatched("405"))).toBe(1)
     }))
 })

@@ -1,7 +1,7 @@
 /**
  * Wire compatibility: the 151 verifier exchanges captured from the real Keylime verifier
  * (`vectors/keylime-wire/verifier.jsonl`) replayed in order against attest's verifier over HTTPS
- * on a fresh database, with the capture's settings (pull mode, enable_agent_mtls, verifier_id
+ * on a fresh database (SQLite, then PostgreSQL), with the capture's settings (pull mode, enable_agent_mtls, verifier_id
  * default, quote_interval 2). Every exchange must be identical (status, media type, body without
  * the volatile fields) unless it is in DIFFERENCES below, where each entry says why and what attest
  * answers instead.
@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { testDatabase } from "../support/db.js"
 import { readVectorText } from "../support/vectors.js"
 import { makeTestPki, removePki, startVerifier, vcall, type VParsed } from "./apiHarness.js"
-import { owningPoller } from "./support.js"
+import { backends, owningPoller } from "./support.js"
 
 interface WireRecord {
   readonly id: string
@@ -173,10 +173,10 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
 
-describe("Keylime verifier exchanges replayed against attest over HTTPS", () => {
+for (const [backend, available] of backends) describe.skipIf(!available)(`Keylime verifier exchanges replayed against attest over HTTPS on ${backend}`, () => {
   it.scopedLive("answers every recorded exchange identically except the reviewed differences", () =>
     Effect.gen(function*() {
-      const db = yield* testDatabase("sqlite")
+      const db = yield* testDatabase(backend)
       // the capture's verifier polled the agents it added; a DELETE of one it polls is immediate (200)
       const v = yield* startVerifier({ pki, db, poller: owningPoller().layer })
       const identical: Array<string> = []
@@ -213,7 +213,7 @@ describe("Keylime verifier exchanges replayed against attest over HTTPS", () => 
           expect(env.results, rec.id).toEqual(difference!.results((theirsBody as { results: unknown }).results))
         }
       }
-      console.log(`verifier wire replay: ${identical.length} of ${records.length} exchanges identical, ${differing.length} reviewed differences`)
+      console.log(`verifier wire replay (${backend}): ${identical.length} of ${records.length} exchanges identical, ${differing.length} reviewed differences`)
       expect(records.length).toBe(151)
       expect(identical.length + differing.length).toBe(records.length)
       expect(differing.length).toBe(Object.keys(DIFFERENCES).length)
