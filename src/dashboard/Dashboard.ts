@@ -7,12 +7,13 @@
  *     → Effect.flatMap(DashboardUrl, (url) => say(`attest up: dashboard on ${url}`))
  */
 import { Layer } from "effect"
+import type { AssetsMissing } from "./assets.js"
 import { SamplerLive, type SamplerOptions } from "./Sampler.js"
-import { type DashboardServerOptions, DashboardServerLive, DashboardUrl } from "./Server.js"
+import { type DashboardListenError, type DashboardServerOptions, DashboardServerLive, DashboardUrl } from "./Server.js"
 
 export interface DashboardOptions extends SamplerOptions, DashboardServerOptions {}
 
-export const DashboardLive = (o: DashboardOptions): Layer.Layer<DashboardUrl, import("./Server.js").DashboardListenError | import("./assets.js").AssetsMissing> =>
+export const DashboardLive = (o: DashboardOptions): Layer.Layer<DashboardUrl, DashboardListenError | AssetsMissing> =>
   DashboardServerLive(o).pipe(Layer.provide(SamplerLive(o)))
 
 export { DashboardUrl }
