@@ -8,7 +8,7 @@
 // relative to their own package) and optional peers that are not installed (pg-native), whose
 // absence the requiring package handles itself.
 import { build } from "esbuild"
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { isBuiltin } from "node:module"
 import { dirname, join } from "node:path"
 
@@ -66,5 +66,8 @@ const result = await build({
   logLevel: "warning"
 })
 writeFileSync(join(outdir, "meta.json"), JSON.stringify(result.metafile))
+// the dashboard's page (HTML, CSS, JS modules) beside the chunks, where src/dashboard/assets.ts looks
+rmSync(join(outdir, "dashboard"), { recursive: true, force: true })
+cpSync("src/dashboard/static", join(outdir, "dashboard"), { recursive: true })
 chmodSync(join(outdir, "attest.js"), 0o755)
 console.error(`attest: bundled ${join(outdir, "attest.js")} (left to node_modules: ${[...external].sort().join(", ")})`)

@@ -32,7 +32,8 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./verifier.js")).verifierCommand,
     (await import("./tenant.js")).tenantCommand,
     (await import("./tee.js")).teeCommand,
-    (await import("./ear.js")).earCommand
+    (await import("./ear.js")).earCommand,
+    (await import("./dashboard.js")).dashboardCommand
   ])
 )
 

@@ -52,3 +52,18 @@ export const postgresAvailable = (): Promise<boolean> =>
 
 export const needsPostgres = async (): Promise<boolean> =>
   requireOrSkip("PostgreSQL", await postgresAvailable(), `nothing answers at ${postgresUrl}`)
+
+/** Debian's chromium, which the dashboard's browser tests drive through playwright-core. */
+export const CHROMIUM_PATH = process.env["ATTEST_TEST_CHROMIUM"] ?? "/usr/bin/chromium"
+
+export const chromiumAvailable = (): boolean => {
+  try {
+    execFileSync(CHROMIUM_PATH, ["--version"], { stdio: "ignore", timeout: 60_000 })
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const needsChromium = (): boolean =>
+  requireOrSkip("chromium", chromiumAvailable(), `no working ${CHROMIUM_PATH}: apt-get install -y chromium`)

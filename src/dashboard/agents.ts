@@ -1,0 +1,97 @@
+/**
+ * The verifier's bulk status (`GET /v2.x/agents/?bulk=true`, schemas/Verifier.ts AgentStatus or its
+ * 2.0–2.4 shape) read into the dashboard's agent record. Read by hand, field by field with a
+ * fallback, rather than Schema-decoded: it runs on every sample over the whole fleet and a field a
+ * verifier leaves out should blank one cell, not the page. `runtime_policy_name`, `mb_policy_name`
+ * and `pcrs` are read when a verifier reports them (Keylime's status has no such fields).
+ */
+import { attestationStatus, stateName } from "../verifier/states.js"
+
+export interface AgentRecord {
+  readonly id: string
+  readonly state: number
+  readonly stateName: string
+  /** PASS / FAIL / PENDING as Keylime's pull mode derives it from the state. */
+  readonly status: "PASS" | "FAIL" | "PENDING"
+  readonly ip: string
+  readonly port: number | null
+  readonly attestationCount: number
+  /** Epoch seconds, null before the first. */
+  readonly lastReceivedQuote: number | null
+  readonly lastSuccess: number | null
+  readonly severityLevel: number | null
+  /** The failure type of the most severe event (Keylime's `last_event_id`). */
+  readonly lastEventId: string | null
+  readonly hashAlg: string
+  readonly encAlg: string
+  readonly signAlg: string
+  readonly hasRuntimePolicy: boolean
+  readonly hasMbPolicy: boolean
+  readonly runtimePolicyName: string | null
+  readonly mbPolicyName: string | null
+  readonly tpmPolicy: string
+  readonly metaData: string
+  readonly attestationPeriod: string | null
+  readonly verifierId: string
+  /** PCR index → hex value of the last quote, when the verifier exposes them. */
+  readonly pcrs: Readonly<Record<string, string>> | null
+}
+
+const str = (v: unknown, d = ""): string => (typeof v === "string" ? v : d)
+const strOrNull = (v: unknown): string | null => (typeof v === "string" ? v : null)
+const num = (v: unknown, d = 0): number => (typeof v === "number" && Number.isFinite(v) ? v : d)
+const numOrNull = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null)
+/** Keylime stores 0 for "never": shown as null. */
+const epochOrNull = (v: unknown): number | null => {
+  const n = numOrNull(v)
+  return n === null || n <= 0 ? null : n
+}
+
+const pcrsOf = (v: unknown): Record<string, string> | null => {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return null
+  const out: Record<string, string> = {}
+  for (const [k, x] of Object.entries(v)) if (typeof x === "string") out[k] = x
+  return out
+}
+
+export const agentRecordOf = (id: string, s: Record<string, unknown>): AgentRecord => {
+  const state = num(s["operational_state"], -1)
+  return {
+    id,
+    state,
+    stateName: (stateName as Record<number, string>)[state] ?? `state ${state}`,
+    status: attestationStatus(state),
+    ip: str(s["ip"]),
+    port: numOrNull(s["port"]),
+    attestationCount: num(s["attestation_count"]),
+    lastReceivedQuote: epochOrNull(s["last_received_quote"]),
+    lastSuccess: epochOrNull(s["last_successful_attestation"]),
+    severityLevel: numOrNull(s["severity_level"]),
+    lastEventId: strOrNull(s["last_event_id"]),
+    hashAlg: str(s["hash_alg"]),
+    encAlg: str(s["enc_alg"]),
+    signAlg: str(s["sign_alg"]),
+    hasRuntimePolicy: s["has_runtime_policy"] === 1 || num(s["allowlist_len"]) > 0,
+    hasMbPolicy: s["has_mb_refstate"] === 1 || num(s["mb_refstate_len"]) > 0,
+    runtimePolicyName: strOrNull(s["runtime_policy_name"]),
+    mbPolicyName: strOrNull(s["mb_policy_name"]),
+    tpmPolicy: str(s["tpm_policy"]),
+    metaData: str(s["meta_data"]),
+    attestationPeriod: strOrNull(s["attestation_period"]),
+    verifierId: str(s["verifier_id"]),
+    pcrs: pcrsOf(s["pcrs"])
+  }
+}
+
+/** The bulk results (`{id: status}`); anything but an object of objects is no agents. */
+export const agentsOfBulk = (results: unknown): Map<string, AgentRecord> => {
+  const out = new Map<string, AgentRecord>()
+  if (typeof results !== "object" || results === null) return out
+  for (const [id, s] of Object.entries(results as Record<string, unknown>)) {
+    if (typeof s === "object" && s !== null) out.set(id, agentRecordOf(id, s as Record<string, unknown>))
+  }
+  return out
+}
+
+/** Snake-case state key, as the metrics' `state` label spells it ("Get Quote (retry)" → get_quote_retry). */
+export const stateKey = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_|_$/g, "")

@@ -1,0 +1,37 @@
+/**
+ * The dashboard's history (pure): events per agent change, attestations per second from count
+ * deltas (agents removed never make it negative), failures pruned after an hour, timelines bounded.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { agentRecordOf, type AgentRecord } from "../../src/dashboard/agents.js"
+import { emptyHistory, MAX_EVENTS_PER_AGENT, recordSample } from "../../src/dashboard/history.js"
+
+const agent = (id: string, o: Record<string, unknown> = {}): AgentRecord =>
+  agentRecordOf(id, { operational_state: 3, attestation_count: 0, last_event_id: null, severity_level: null, ...o })
+const fleet = (...agents: Array<AgentRecord>) => new Map(agents.map((a) => [a.id, a]))
+
+describe("dashboard history", () => {
+  it("derives attestations, failures and the rate from consecutive samples", () => {
+    const h = emptyHistory()
+    recordSample(h, fleet(agent("a"), agent("b")), 0)
+    recordSample(h, fleet(agent("a", { attestation_count: 10 }), agent("b", { operational_state: 9, last_event_id: "ima.x", severity_level: 2 })), 2000)
+    expect(h.samples.map((s) => [s.pass, s.fail, s.rate])).toEqual([[2, 0, 0], [1, 1, 5]])
+    expect(h.timelines.get("a")!.map((e) => e.kind)).toEqual(["added", "attested"])
+    expect(h.timelines.get("b")!.map((e) => [e.kind, e.type ?? null])).toEqual([["added", null], ["state", null], ["failure", "ima.x"]])
+    expect(h.failures).toEqual([{ t: 2000, agentId: "b", type: "ima.x" }])
+    // "a" deleted: the total falls, the rate is 0, not negative; its timeline says it went
+    recordSample(h, fleet(agent("b", { operational_state: 9, last_event_id: "ima.x", severity_level: 2 })), 4000)
+    expect(h.samples.at(-1)!.rate).toBe(0)
+    expect(h.timelines.get("a")!.at(-1)!.kind).toBe("removed")
+    // an hour later the failure is no longer counted
+    recordSample(h, fleet(agent("b", { operational_state: 9, last_event_id: "ima.x", severity_level: 2 })), 4000 + 3_600_001)
+    expect(h.failures).toEqual([])
+  })
+
+  it("keeps at most MAX_EVENTS_PER_AGENT events per agent", () => {
+    const h = emptyHistory()
+    for (let i = 0; i <= MAX_EVENTS_PER_AGENT + 50; i++) recordSample(h, fleet(agent("a", { attestation_count: i })), i * 1000)
+    expect(h.timelines.get("a")!.length).toBe(MAX_EVENTS_PER_AGENT)
+    expect(h.timelines.get("a")!.at(-1)!.count).toBe(1)
+  })
+})
