@@ -20,6 +20,7 @@ import { BoundListeners } from "../../layers/HttpServers.js"
 import { Logging } from "../../layers/Logging.js"
 import { MetricsEndpoint } from "../../layers/Metrics.js"
 import { Tracing } from "../../layers/Tracing.js"
+import { DashboardLive, DashboardUrl } from "../dashboard/Dashboard.js"
 import { CA_FILES, initCa } from "../pki/ca.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
 import { connect } from "../tenant/connect.js"
@@ -152,6 +153,17 @@ export const up = (o: UpOptions) => {
       registrar: Option.none()
     })
     const tenant = yield* connect(settings)
+    if (o.dashboardPort !== -1) {
+      // the dashboard reads verifier and registrar with the same admin identity as the tenant
+      const ctx = yield* Layer.build(DashboardLive({
+        verifierUrl: settings.verifierUrl,
+        registrarUrl: settings.registrarUrl,
+        tls: settings.tls,
+        host: o.host,
+        ...(o.dashboardPort === undefined ? {} : { port: o.dashboardPort })
+      }))
+      yield* say(`dashboard  ${Context.get(ctx, DashboardUrl)}  (web, on this machine only)`)
+    }
     const enrolled = yield* enrol(tenant, agents, say)
     yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
     return yield* watchStatus(tenant, agents, { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say })

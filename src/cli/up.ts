@@ -4,6 +4,7 @@
  * enrolled through the tenant's `add`, then a live status table).
  */
 import { Command, Options } from "@effect/cli"
+import { Option } from "effect"
 import { LOG_FORMATS, REGISTRAR_METRICS_PORT, VERIFIER_METRICS_PORT } from "../config/operationsOptions.js"
 import { lazy } from "./lazy.js"
 
@@ -20,6 +21,11 @@ export const upCommand = Command.make(
     tamper: Options.text("tamper").pipe(
       Options.withDescription("once it has attested, make this agent's machine (its number in the table, or its uuid) run an executable its policy does not allow; repeatable"),
       Options.repeated
+    ),
+    dashboardPort: Options.integer("dashboard-port").pipe(
+      Options.withDescription("web dashboard port on --host (default 8443 or the next free one; 0: any free port; -1: no dashboard)"),
+      Options.optional,
+      Options.map(Option.getOrUndefined)
     ),
     reset: Options.boolean("reset").pipe(Options.withDescription("start fresh: remove the data directory first (new CA, TPMs, agents and databases)")),
     verbose: Options.boolean("verbose").pipe(Options.withDescription("also print every component's log lines")),

@@ -22,6 +22,8 @@ export interface AgentRecord {
   readonly severityLevel: number | null
   /** The failure type of the most severe event (Keylime's `last_event_id`). */
   readonly lastEventId: string | null
+  /** What that failure said, e.g. the IMA path and entry (attest's `last_event_message`). */
+  readonly lastEventMessage: string | null
   readonly hashAlg: string
   readonly encAlg: string
   readonly signAlg: string
@@ -68,6 +70,7 @@ export const agentRecordOf = (id: string, s: Record<string, unknown>): AgentReco
     lastSuccess: epochOrNull(s["last_successful_attestation"]),
     severityLevel: numOrNull(s["severity_level"]),
     lastEventId: strOrNull(s["last_event_id"]),
+    lastEventMessage: strOrNull(s["last_event_message"]),
     hashAlg: str(s["hash_alg"]),
     encAlg: str(s["enc_alg"]),
     signAlg: str(s["sign_alg"]),

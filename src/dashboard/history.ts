@@ -70,7 +70,13 @@ export const agentEvents = (before: AgentRecord | undefined, after: AgentRecord,
   const attested = after.attestationCount - before.attestationCount
   if (attested > 0) out.push({ t, kind: "attested", count: attested, message: `${attested} attestation${attested === 1 ? "" : "s"} passed` })
   if (after.lastEventId !== null && (after.lastEventId !== before.lastEventId || after.severityLevel !== before.severityLevel)) {
-    out.push({ t, kind: "failure", type: after.lastEventId, severity: after.severityLevel, message: `failure ${after.lastEventId} (severity ${after.severityLevel ?? "?"})` })
+    out.push({
+      t,
+      kind: "failure",
+      type: after.lastEventId,
+      severity: after.severityLevel,
+      message: `failure ${after.lastEventId} (severity ${after.severityLevel ?? "?"})${after.lastEventMessage === null ? "" : `: ${after.lastEventMessage}`}`
+    })
   } else if (isFailedState(after) && !isFailedState(before)) {
     out.push({ t, kind: "failure", type: after.stateName, severity: after.severityLevel, message: `attestation failed: ${after.stateName}` })
   }

@@ -65,6 +65,7 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
       ageSeconds: a.lastSuccess === null ? null : Math.max(0, nowSec - a.lastSuccess),
       freshness: fresh,
       lastEventId: a.lastEventId,
+      lastEventMessage: a.lastEventMessage,
       registered: registrar === null ? null : reg !== undefined,
       active: reg?.active ?? null
     })

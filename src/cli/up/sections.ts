@@ -41,6 +41,8 @@ export interface UpOptions {
   readonly tamper: ReadonlyArray<string>
   /** Start from an empty data directory. */
   readonly reset: boolean
+  /** The web dashboard's port on `host`: undefined 8443 or the next free one, 0 any, -1 no dashboard. */
+  readonly dashboardPort: number | undefined
 }
 
 const operations = (o: UpOptions) => ({

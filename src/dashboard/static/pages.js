@@ -87,7 +87,7 @@ export const agent = {
           ["Attestations", v?.attestationCount],
           ["Last success", v ? `${fmtEpoch(v.lastSuccess)} (${fmtAge(v.ageSeconds)})` : "—"],
           ["Last quote", v ? fmtEpoch(v.lastReceivedQuote) : "—"],
-          ["Last failure", v?.lastEventId ? `${v.lastEventId} (severity ${v.severityLevel ?? "?"})` : "none"],
+          ["Last failure", v?.lastEventId ? `${v.lastEventId} (severity ${v.severityLevel ?? "?"})${v.lastEventMessage ? `: ${v.lastEventMessage}` : ""}` : "none"],
           ["Algorithms", v ? [v.hashAlg, v.encAlg, v.signAlg].filter((x) => x).join(", ") || "not negotiated yet" : "—"],
           ["Verifier id", v?.verifierId],
           ["Registrar", r === null ? "not registered" : r.active ? `active, registered ${r.regcount ?? "?"} time(s)` : `registered, not active${r.error ? ` (${r.error})` : ""}`],
