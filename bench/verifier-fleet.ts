@@ -132,6 +132,24 @@ const baseline = (doc: ReturnType<typeof policyDocument>) => {
   return spent / ROUNDS
 }
 
+/** BENCH_PROF=<prefix>: a CPU profile of this process during each window (node:inspector). */
+const startProfile = Effect.promise(async () => {
+  const inspector = await import("node:inspector")
+  const session = new inspector.Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  await post("Profiler.enable")
+  await post("Profiler.start")
+  return (file: string) =>
+    Effect.promise(async () => {
+      const { profile } = await post("Profiler.stop")
+      const { writeFileSync } = await import("node:fs")
+      writeFileSync(file, JSON.stringify(profile))
+      session.disconnect()
+    })
+})
+
 interface FleetAgent {
   readonly id: string
   readonly port: number
@@ -183,6 +201,8 @@ const program = Effect.gen(function*() {
   const ctx = yield* Layer.build(layer)
   const agents = Context.get(ctx, Agents)
   const sql = Context.get(ctx, SqlClient.SqlClient)
+  if (process.env["BENCH_SYNC"] === "normal") yield* sql`PRAGMA synchronous = NORMAL`
+  console.log(`SQLite synchronous = ${JSON.stringify((yield* sql`PRAGMA synchronous`)[0])}`)
   yield* Context.get(ctx, Policies).addRuntime("fleet", { runtime_policy: Buffer.from(policyText).toString("base64") })
   const heapBefore = heapKb()
   const serverCert = fleet.cert
@@ -221,9 +241,11 @@ const program = Effect.gen(function*() {
     }
     yield* sleep(WARMUP_S * 1000)
     const before = yield* counts
+    const profiling = process.env["BENCH_PROF"] !== undefined ? yield* startProfile : undefined
     const cpu0 = cpuMs()
     yield* sleep(WINDOW_S * 1000)
     const cpu = cpuMs() - cpu0
+    if (profiling !== undefined) yield* profiling(`${process.env["BENCH_PROF"]}-${n}.cpuprofile`)
     const after = yield* counts
     let total = 0
     let onSchedule = 0
