@@ -82,6 +82,14 @@ export interface StateWrite {
   readonly nextPollAt?: number | null | undefined
 }
 
+/** AgentRepo.loopFacts. */
+export interface LoopFacts {
+  readonly generation: number
+  readonly operationalState: number
+  readonly runtimePolicyChecksum: string
+  readonly mbPolicyChecksum: string
+}
+
 const decodeRow = Schema.decodeUnknown(AgentRow)
 const decodeView = Schema.decodeUnknown(AgentView)
 
@@ -155,6 +163,25 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     const findView = Effect.fn("AgentRepo.findView")(function*(agentId: string) {
       const rows = yield* views("find agent", sql`a.agent_id = ${agentId}`)
       return Option.fromNullable(rows[0])
+    })
+
+    /**
+     * What a quote cycle checks before asking (one small row, no full decode): the admin
+     * generation, the state, and the checksums of the agent's two policies.
+     */
+    const loopFacts = Effect.fn("AgentRepo.loopFacts")(function*(agentId: string) {
+      const rows = yield* sql<{ generation: unknown; operational_state: unknown; rc: unknown; mc: unknown }>`SELECT a.generation,
+          a.operational_state, r.checksum AS rc, m.checksum AS mc FROM ${viewFrom} WHERE a.agent_id = ${agentId}`.pipe(
+        Effect.mapError(storeError("find agent"))
+      )
+      const r = rows[0]
+      if (r === undefined) return Option.none<LoopFacts>()
+      return Option.some<LoopFacts>({
+        generation: Number(r.generation),
+        operationalState: Number(r.operational_state),
+        runtimePolicyChecksum: String(r.rc),
+        mbPolicyChecksum: String(r.mc)
+      })
     })
 
     /** Ids in creation order, of one verifier or all. */
@@ -280,6 +307,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       insert,
       find,
       findView,
+      loopFacts,
       listIds,
       listViews,
       activeOf,
