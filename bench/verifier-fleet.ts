@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Either, Layer, Logger, LogLevel } from "effect"
+import { Context, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import { makeRuntimePolicy, decodeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { DbLive } from "../layers/Sql.js"
 import { VerifierConfig } from "../src/config/services.js"
@@ -30,6 +30,8 @@ import { marshalTpm2bPublic, nameOf } from "../src/tpm/public.js"
 import { encodeQuoteString } from "../src/tpm/quoteString.js"
 import { marshalSignature } from "../src/tpm/signature.js"
 import { Agents } from "../src/verifier/Agents.js"
+import { AgentRepo } from "../src/verifier/repo/AgentRepo.js"
+import { makeAgentClient } from "../src/verifier/AgentClient.js"
 import { VerifierClientTls } from "../src/verifier/ClientTls.js"
 import {
   defaultSeverityPolicy,
@@ -195,7 +197,7 @@ const program = Effect.gen(function*() {
   const fleet = yield* startFleet(maxN)
   console.log(`fleet: ${fleet.agents.length} agents listening (separate process) in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
 
-  const layer = Layer.mergeAll(Agents.Default, Policies.Default).pipe(
+  const layer = Layer.mergeAll(Agents.Default, Policies.Default, AgentRepo.Default).pipe(
     Layer.provideMerge(PollerLive),
     Layer.provideMerge(Layer.mergeAll(
       DbLive({ database_url: "", data_dir: join(dir, "db") }, "verifier"),
@@ -286,6 +288,26 @@ const program = Effect.gen(function*() {
       break
     }
     best = { n, cpuPerAttestation }
+  }
+  if (process.env["BENCH_DIAG"] === "1") {
+    const repo = Context.get(ctx, AgentRepo)
+    const id = fleet.agents[0]!.id
+    const plan = yield* sql.unsafe(`EXPLAIN QUERY PLAN SELECT a.generation, a.operational_state, r.checksum AS rc, m.checksum AS mc FROM verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name WHERE a.agent_id = '${id}'`)
+    console.log("loopFacts plan:", JSON.stringify(plan.map((r: any) => r.detail)))
+    const time = (label: string, e: Effect.Effect<unknown, unknown>) =>
+      Effect.gen(function*() {
+        const t = cpuMs()
+        for (let i = 0; i < 500; i++) yield* e
+        console.log(`${label}: ${((cpuMs() - t) / 500).toFixed(3)} ms CPU`)
+      })
+    yield* time("loopFacts", repo.loopFacts(id))
+    yield* time("findView", repo.findView(id))
+    const row = (yield* repo.find(id)).pipe(Option.getOrThrow)
+    const a0 = fleet.agents[0]!
+    const client = yield* makeAgentClient({ cert: read("client-cert.crt"), key: read("client-private.pem"), agentCa: undefined, mtls: true }, 30)
+    const target = { agentId: "diag", ip: "127.0.0.1", port: a0.port, mtlsCert: fleet.cert, apiVersion: "2.5" }
+    yield* time("integrityQuote (HttpApiClient, TLS keep-alive)", client.integrityQuote(target, { nonce: "abcdefghij0123456789", mask: 0x400, partial: 1, imaEntry: 1_000_000 }).pipe(Effect.scoped))
+    yield* time("recordVerdict", repo.recordVerdict(id, -1, { operationalState: 3, valid: true, receivedAt: 1, evaluationState: row.evaluation_state, nextPollAt: 2 }))
   }
   const shown = best ?? last!
   console.log(`verifier CPU per attestation / evaluateEvidence alone = ${(shown.cpuPerAttestation / evaluateMs).toFixed(1)}`)

@@ -112,6 +112,17 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       "verifier_agents a JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name " +
         "JOIN verifier_mb_policies m ON m.name = a.mb_policy_name"
     )
+    // SQLite picks the primary key for `name = ?` and then reads the policy row, walking the
+    // overflow pages of its text (megabytes) to reach the checksum; the covering indexes of
+    // migration 0016 answer without the row. PostgreSQL keeps large text out of line (TOAST).
+    const factsFrom = sql.onDialectOrElse({
+      sqlite: () =>
+        sql.literal(
+          "verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
+            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
+        ),
+      orElse: () => viewFrom
+    })
     const active = [...ACTIVE_STATES]
 
     const views = (operation: string, where: Statement.Fragment) =>
@@ -171,7 +182,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
      */
     const loopFacts = Effect.fn("AgentRepo.loopFacts")(function*(agentId: string) {
       const rows = yield* sql<{ generation: unknown; operational_state: unknown; rc: unknown; mc: unknown }>`SELECT a.generation,
-          a.operational_state, r.checksum AS rc, m.checksum AS mc FROM ${viewFrom} WHERE a.agent_id = ${agentId}`.pipe(
+          a.operational_state, r.checksum AS rc, m.checksum AS mc FROM ${factsFrom} WHERE a.agent_id = ${agentId}`.pipe(
         Effect.mapError(storeError("find agent"))
       )
       const r = rows[0]
