@@ -114,7 +114,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     )
     // SQLite picks the primary key for `name = ?` and then reads the policy row, walking the
     // overflow pages of its text (megabytes) to reach the checksum; the covering indexes of
-    // migration 0016 answer without the row. PostgreSQL keeps large text out of line (TOAST).
+    // migration 0018 answer without the row. PostgreSQL keeps large text out of line (TOAST).
     const factsFrom = sql.onDialectOrElse({
       sqlite: () =>
         sql.literal(
