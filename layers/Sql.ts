@@ -5,12 +5,14 @@
  *
  *   DbLive({ database_url, data_dir }, "registrar")   // SqlClient with all migrations applied
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import Pg from "pg"
+import { watchDbPool } from "../src/ops/metrics.js"
 import { MigrationsLive } from "../src/db/migrate.js"
 
 export interface DatabaseOptions {
@@ -42,7 +44,7 @@ export const chooseBackend = (o: DatabaseOptions, component: string): Backend | 
   })
 }
 
-const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> =>
+const sqliteLayer = (filename: string, component: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       if (filename !== ":memory:") {
@@ -56,18 +58,45 @@ const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient, Databas
       const client = SqliteClient.layer({ filename }).pipe(
         Layer.catchAll((e) => Layer.fail(new DatabaseConfigError({ message: `SQLite ${filename}: ${String(e)}` })))
       )
-      return foreignKeys.pipe(Layer.provideMerge(client))
+      // one connection, always held: reported so a dashboard shows the same series on both backends
+      const watched = Layer.scopedDiscard(
+        Effect.acquireRelease(Effect.sync(() => watchDbPool(component, () => ({ total: 1, idle: 0, waiting: 0 }))), (unwatch) => Effect.sync(unwatch))
+      )
+      return Layer.mergeAll(foreignKeys, watched).pipe(Layer.provideMerge(client))
     })
   )
 
-const pgLayer = (url: Redacted.Redacted<string>) =>
-  PgClient.layer({ url, maxConnections: 10, applicationName: "attest" })
+/**
+ * PostgreSQL through a `pg.Pool` this layer owns (PgClient would keep its own private), so its use
+ * (connections total, idle, clients waiting) is read at every metrics scrape.
+ */
+const pgLayer = (url: Redacted.Redacted<string>, component: string) =>
+  PgClient.layerFromPool({
+    applicationName: "attest",
+    acquire: Effect.acquireRelease(
+      Effect.gen(function*() {
+        const pool = new Pg.Pool({ connectionString: Redacted.value(url), max: 10, application_name: "attest" })
+        // errors of idle connections surface on the next query; unhandled, they would end the process
+        pool.on("error", () => {})
+        yield* Effect.tryPromise({
+          try: () => pool.query("SELECT 1"),
+          catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
+        }).pipe(
+          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new SqlError.SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" }) }),
+          Effect.tapError(() => Effect.promise(() => pool.end()))
+        )
+        const unwatch = watchDbPool(component, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }))
+        return { pool, unwatch }
+      }),
+      ({ pool, unwatch }) => Effect.sync(unwatch).pipe(Effect.zipRight(Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))))
+    ).pipe(Effect.map(({ pool }) => pool))
+  })
 
 /** The SqlClient for a component's database options (no migrations). */
 export const SqlLive = (o: DatabaseOptions, component: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> => {
   const backend = chooseBackend(o, component)
   if (backend instanceof DatabaseConfigError) return Layer.fail(backend)
-  return backend._tag === "pg" ? pgLayer(backend.url) : sqliteLayer(backend.filename)
+  return backend._tag === "pg" ? pgLayer(backend.url, component) : sqliteLayer(backend.filename, component)
 }
 
 /** SqlClient with every migration applied. */

@@ -29,6 +29,8 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./agent.js")).agentCommand,
     (await import("./up.js")).upCommand,
     (await import("./registrar.js")).registrarCommand,
+    (await import("./verifier.js")).verifierCommand,
+    (await import("./tenant.js")).tenantCommand,
     (await import("./tee.js")).teeCommand,
     (await import("./ear.js")).earCommand
   ])

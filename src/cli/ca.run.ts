@@ -6,6 +6,7 @@ import { CA_FILES, initCa, issueAdmin as issueAdminCertificate } from "../pki/ca
 import { revocationListOf } from "../pki/crl.js"
 import { CaError, exists, readBytes } from "../pki/files.js"
 import { fromPem } from "../pki/pem.js"
+import { ensureRevocationNotifier } from "../pki/revocationNotifier.js"
 import { loadCaCrl, revokeAdmin } from "../pki/revoke.js"
 
 /** Operator-facing failure: print the reason, exit non-zero. */
@@ -69,4 +70,12 @@ export const list = ({ dir }: { readonly dir: string }) =>
       if (Either.isLeft(c)) yield* Console.log(`${path.basename(c.left.file)}\t(unreadable: ${c.left.reason})`)
       else yield* Console.log(row(c.right))
     }
+  }))
+
+export const revocationNotifier = ({ dir }: { readonly dir: string }) =>
+  reported(Effect.gen(function*() {
+    const r = yield* ensureRevocationNotifier(path.resolve(dir))
+    const verb = r.created ? "created" : "kept   "
+    yield* Console.log(`${verb} ${r.certPath}\n${verb} ${r.keyPath}${r.created ? " (mode 0600)" : ""}`)
+    yield* Console.log("'attest tenant add --cert' puts the certificate in the agent's package and gives the key to the verifier as revocation_key")
   }))

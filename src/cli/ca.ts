@@ -55,7 +55,14 @@ const listCommand = Command.make("list", { dir }, lazy(load, (m) => m.list)).pip
   Command.withDescription("List every certificate in the CA directory: subject, serial, EKU, expiry, status (valid, expired, not yet valid, revoked by cacrl.der).")
 )
 
+const revocationNotifierCommand = Command.make("revocation-notifier", { dir }, lazy(load, (m) => m.revocationNotifier)).pipe(
+  Command.withDescription(
+    "Make sure the CA directory holds the revocation notifier's key pair (RevocationNotifier-cert.crt, RevocationNotifier-private.pem): " +
+      "the verifier signs revocation messages with the key, agents check them with the certificate that 'attest tenant add --cert' packages. Never overwrites."
+  )
+)
+
 export const caCommand = Command.make("ca").pipe(
-  Command.withDescription("The server components CA (spec §5.5): init, issue-admin, revoke, list."),
-  Command.withSubcommands([initCommand, issueAdminCommand, revokeCommand, listCommand])
+  Command.withDescription("The server components CA (spec §5.5): init, issue-admin, revoke, list, revocation-notifier."),
+  Command.withSubcommands([initCommand, issueAdminCommand, revokeCommand, listCommand, revocationNotifierCommand])
 )

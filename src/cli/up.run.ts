@@ -1,9 +1,11 @@
 /**
  * How `attest up` runs: a data directory (./.attest), a generated server components CA with an
- * admin certificate, the registrar on SQLite, and N agents on simulated TPMs and simulated machines
- * that register and activate; the simulated TPMs' manufacturer CA is written to
- * tpm_cert_store/simulator-ca.pem. Prints where everything listens; Ctrl-C (SIGINT/SIGTERM) closes
- * every listener. A second start reuses the directory: same CA, same TPMs, same agent ids.
+ * admin certificate, the registrar and the verifier on SQLite, and N agents on simulated TPMs and
+ * simulated machines that register and activate, each then enrolled through the tenant's own `add`
+ * (identity quote, U to the agent, V and policies to the verifier, V delivery verified) with a
+ * runtime policy from its IMA list and a measured-boot reference state from its boot log. Then a
+ * live status table until Ctrl-C (SIGINT/SIGTERM), which closes every listener. A second start
+ * reuses the directory: same CA, same TPMs, same agent ids, and the verifier resumes its agents.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Option, Schema } from "effect"
@@ -11,37 +13,26 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { layer as agentLayer, RunningAgent } from "../agent/Agent.js"
-import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
+import { MeasurementSource } from "../agent/measurements/MeasurementSource.js"
+import { layer as simulatedMachine, SimulatedMachine } from "../agent/measurements/SimulatedMachine.js"
 import { AgentStateFile, STATE_FILE } from "../agent/state.js"
 import { BoundListeners } from "../../layers/HttpServers.js"
 import { Logging } from "../../layers/Logging.js"
 import { MetricsEndpoint } from "../../layers/Metrics.js"
 import { Tracing } from "../../layers/Tracing.js"
-import type { LogFormat } from "../config/operationsOptions.js"
-import { sectionDefaults } from "../config/load.js"
-import { type RegistrarOptions, registrarSection } from "../config/sections.js"
 import { CA_FILES, initCa } from "../pki/ca.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
+import { connect } from "../tenant/connect.js"
+import { settingsFrom } from "../tenant/settings.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
+import { VERIFIER_LISTENER } from "../verifier/Server.js"
+import { enrol, type UpAgent } from "./up/enrol.js"
+import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
+import { watchStatus } from "./up/status.js"
 import { version } from "./version.js"
 
-/** Where `attest up` puts the simulated TPMs' manufacturer CA, inside its data directory. */
-export const SIMULATOR_CA_FILE = path.join("tpm_cert_store", "simulator-ca.pem")
-
-export interface UpOptions {
-  readonly dataDir: string
-  readonly agents: number
-  readonly host: string
-  readonly registrarPort: number
-  readonly registrarTlsPort: number
-  readonly agentPort: number
-  readonly verbose: boolean
-  /** The registrar's metrics listener on `host` (0: off). */
-  readonly metricsPort: number
-  readonly logFormat: LogFormat
-  /** OTLP/HTTP collector for traces ("" = none). */
-  readonly otlpEndpoint: string
-}
+export { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection } from "./up/sections.js"
 
 const readAgentId = (dir: string): string => {
   const file = path.join(dir, STATE_FILE)
@@ -50,36 +41,26 @@ const readAgentId = (dir: string): string => {
   return Either.isRight(decoded) ? decoded.right.agent_id : crypto.randomUUID()
 }
 
-/** The `[registrar]` section `attest up` runs its registrar with: everything under the data directory. */
-export const upRegistrarSection = (o: UpOptions, dataDir: string): RegistrarOptions =>
-  sectionDefaults(registrarSection, {
-    ip: o.host,
-    port: o.registrarPort,
-    tls_port: o.registrarTlsPort,
-    tls_dir: path.join(dataDir, "cv_ca"),
-    ca_dir: path.join(dataDir, "cv_ca"),
-    data_dir: path.join(dataDir, "registrar"),
-    database_url: "",
-    ek_ca_dir: path.dirname(path.join(dataDir, SIMULATOR_CA_FILE)),
-    metrics_ip: o.host,
-    metrics_port: o.metricsPort,
-    log_format: o.logFormat,
-    log_level: o.verbose ? "info" : "warning",
-    otlp_endpoint: o.otlpEndpoint
-  })
+const bracket = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
 export const up = (o: UpOptions) => {
   // start-up lines for a person; in json and logfmt they are log lines too, so every line parses
   const say = Logging.say(o.logFormat)
   return Effect.gen(function*() {
+    const started = Date.now()
     const dataDir = path.resolve(o.dataDir)
+    if (o.reset && fs.existsSync(dataDir)) {
+      yield* Effect.try({
+        try: () => fs.rmSync(dataDir, { recursive: true, force: true }),
+        catch: (e) => new Error(`--reset: cannot remove ${dataDir}: ${e instanceof Error ? e.message : String(e)}`)
+      })
+    }
     const reused = fs.existsSync(path.join(dataDir, "cv_ca", CA_FILES.caCert))
     const caDir = path.join(dataDir, "cv_ca")
     yield* initCa({ dir: caDir })
-    const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8")
-    const caPem = read(CA_FILES.caCert)
-    yield* say(`attest up: data directory ${dataDir} (${reused ? "reused" : "new"})`)
-    // the simulated TPMs' manufacturer CA, for a tenant's (or Keylime's) EK trust store
+    const caPem = fs.readFileSync(path.join(caDir, CA_FILES.caCert), "utf8")
+    yield* say(`attest up: data directory ${dataDir} (${reused ? "reused" : o.reset ? "reset" : "new"})`)
+    // the simulated TPMs' manufacturer CA: the EK trust store of registrar, verifier and tenant
     const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
     yield* Effect.try({
       try: () => {
@@ -89,67 +70,91 @@ export const up = (o: UpOptions) => {
       catch: (e) => new Error(`cannot write ${ekCaFile}: ${e instanceof Error ? e.message : String(e)}`)
     })
 
-    // the registrar exactly as `attest registrar` runs it, from a [registrar] section: TLS from the
-    // CA directory (its CRL reloaded live, so `attest ca revoke` applies while up runs), EK trust
-    // store = the directory holding the simulator CA, SQLite under the data directory
-    const registrar = RegistrarFromConfig(upRegistrarSection(o, dataDir))
+    // registrar and verifier exactly as `attest registrar` / `attest verifier` run them, from their
+    // sections: TLS from the CA directory (CRL reloaded live), SQLite under the data directory
     const startRegistrar = Effect.gen(function*() {
-      const ctx = yield* Layer.build(registrar)
+      const ctx = yield* Layer.build(RegistrarFromConfig(upRegistrarSection(o, dataDir)))
       const bound = Context.get(ctx, BoundListeners)
-      const metrics = Context.get(ctx, MetricsEndpoint)
       const http = bound.get("registrar-http")!
       const https = bound.get("registrar-https")!
       yield* say(`registrar  ${http.url}  (agents register here)`)
       yield* say(`registrar  ${https.url}  (admin API, mTLS)`)
-      if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (Prometheus)`)
-      yield* say(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
-      yield* say(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
-      yield* say(`simulated TPM manufacturer CA ${ekCaFile} (for an EK trust store: tpm_cert_store, ek_ca_dir)`)
-      return http.url
+      const metrics = Context.get(ctx, MetricsEndpoint)
+      if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (registrar, Prometheus)`)
+      return { http: http.url, https }
+    })
+    const startVerifier = Effect.gen(function*() {
+      const section = upVerifierSection(o, dataDir)
+      const ctx = yield* Layer.build(VerifierFromConfig(section, pollerFromConfig(section)))
+      const listener = Context.get(ctx, BoundListeners).get(VERIFIER_LISTENER)!
+      yield* say(`verifier   ${listener.url}  (admin API, mTLS; quotes every ${o.quoteInterval} s)`)
+      const metrics = Context.get(ctx, MetricsEndpoint)
+      if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (verifier, Prometheus)`)
+      return listener
     })
 
-    const startAgents = (registrarUrl: string) => Effect.forEach(
-      Array.from({ length: o.agents }, (_, i) => i),
-      (i) => {
-        const dir = path.join(dataDir, "agents", `agent-${i + 1}`)
-        const agentId = readAgentId(dir)
-        fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-        const layer = agentLayer({
-          agentId,
-          dataDir: dir,
-          host: o.host,
-          port: o.agentPort === 0 ? 0 : o.agentPort + i,
-          registrarUrl,
-          trustedClientCa: caPem,
-          payload: { dir: path.join(dir, "secure"), extractZip: true },
-          retry: { initialDelay: "100 millis", maxDelay: "1 second" }
-        }).pipe(
-          Layer.provide(simulatedMachine({ name: `agent-${i + 1}` })),
-          Layer.provide(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })),
-          Layer.provide(NodeHttpClient.layerUndici),
-          // the agent annotates its own lines; this covers its TPM and machine too
-          Layer.annotateLogs("agent_id", agentId)
-        )
-        return Layer.build(layer).pipe(
-          Effect.map((ctx) => Context.get(ctx, RunningAgent)),
-          Effect.tap((a) => say(`agent ${i + 1}  ${a.agentId}  registered and activated; serving on ${a.url}`)),
-          Effect.tapError((e) => Console.error(`agent ${i + 1}  ${agentId}  did not start: ${"message" in e ? e.message : String(e)}`)),
-          Effect.option
-        )
-      },
-      { concurrency: "unbounded" }
-    )
+    const startAgents = (registrarUrl: string) =>
+      Effect.forEach(
+        Array.from({ length: o.agents }, (_, i) => i),
+        (i) => {
+          const dir = path.join(dataDir, "agents", `agent-${i + 1}`)
+          const agentId = readAgentId(dir)
+          fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+          const layer = agentLayer({
+            agentId,
+            dataDir: dir,
+            host: o.host,
+            port: o.agentPort === 0 ? 0 : o.agentPort + i,
+            registrarUrl,
+            trustedClientCa: caPem,
+            payload: { dir: path.join(dir, "secure"), extractZip: true },
+            retry: { initialDelay: "100 millis", maxDelay: "1 second" }
+          }).pipe(
+            // the machine stays in the context: its lists make the policies, and --tamper uses it
+            Layer.provideMerge(simulatedMachine({ name: `agent-${i + 1}` })),
+            Layer.provide(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })),
+            Layer.provide(NodeHttpClient.layerUndici),
+            // the agent annotates its own lines; this covers its TPM and machine too
+            Layer.annotateLogs("agent_id", agentId)
+          )
+          return Layer.build(layer).pipe(
+            Effect.map((ctx): UpAgent => ({
+              n: i + 1,
+              dir,
+              agent: Context.get(ctx, RunningAgent),
+              machine: Context.get(ctx, SimulatedMachine),
+              source: Context.get(ctx, MeasurementSource)
+            })),
+            Effect.tap((a) => say(`agent ${a.n}  ${a.agent.agentId}  registered and activated; serving on ${a.agent.url}`)),
+            Effect.tapError((e) => Console.error(`agent ${i + 1}  ${agentId}  did not start: ${"message" in e ? e.message : String(e)}`)),
+            Effect.option
+          )
+        },
+        { concurrency: "unbounded" }
+      )
 
     // With the registrar's port known up front, the agents make their TPM keys while the registrar
-    // opens its database, and register (with a short backoff) as soon as it listens.
-    const started = o.registrarPort === 0
-      ? yield* Effect.flatMap(startRegistrar, startAgents)
-      : (yield* Effect.all([startRegistrar, startAgents(`http://${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.registrarPort}`)], {
-        concurrency: "unbounded"
-      }))[1]
-    const running = started.filter(Option.isSome).length
-    yield* say(`ready: ${running} of ${o.agents} agents registered. Press Ctrl-C to stop.`)
-    return yield* Effect.never
+    // and verifier open their databases, and register (with a short backoff) as soon as it listens.
+    const [registrar, verifier, agentResults] = o.registrarPort === 0
+      ? yield* Effect.gen(function*() {
+        const [r, v] = yield* Effect.all([startRegistrar, startVerifier], { concurrency: "unbounded" })
+        return [r, v, yield* startAgents(r.http)] as const
+      })
+      : yield* Effect.all([startRegistrar, startVerifier, startAgents(`http://${bracket(o.host)}:${o.registrarPort}`)], { concurrency: "unbounded" })
+    const agents = agentResults.filter(Option.isSome).map((a) => a.value)
+    yield* say(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
+    yield* say(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
+    yield* say(`simulated TPM manufacturer CA ${ekCaFile} (for an EK trust store: tpm_cert_store, ek_ca_dir)`)
+
+    // enrolment through the tenant's own code, with the generated admin certificate
+    const settings = yield* settingsFrom(upTenantSection(o, dataDir, { verifier: verifier.port, registrar: registrar.https.port }), {
+      verifier: Option.none(),
+      registrar: Option.none()
+    })
+    const tenant = yield* connect(settings)
+    const enrolled = yield* enrol(tenant, agents, say)
+    yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
+    return yield* watchStatus(tenant, agents, { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say })
   }).pipe(
     Effect.scoped,
     Effect.ensuring(say("attest up: stopped")),

@@ -1,9 +1,10 @@
 /**
  * `attest up`: everything in one process on embedded defaults, the first thing a new user runs
- * (registrar on SQLite, generated CA, N agents on simulated TPMs and machines).
+ * (registrar and verifier on SQLite, generated CA, N agents on simulated TPMs and machines, each
+ * enrolled through the tenant's `add`, then a live status table).
  */
 import { Command, Options } from "@effect/cli"
-import { LOG_FORMATS, REGISTRAR_METRICS_PORT } from "../config/operationsOptions.js"
+import { LOG_FORMATS, REGISTRAR_METRICS_PORT, VERIFIER_METRICS_PORT } from "../config/operationsOptions.js"
 import { lazy } from "./lazy.js"
 
 export const upCommand = Command.make(
@@ -14,11 +15,22 @@ export const upCommand = Command.make(
     host: Options.text("host").pipe(Options.withDescription("loopback address to listen on"), Options.withDefault("127.0.0.1")),
     registrarPort: Options.integer("registrar-port").pipe(Options.withDescription("registrar HTTP port (0: any free port)"), Options.withDefault(8890)),
     registrarTlsPort: Options.integer("registrar-tls-port").pipe(Options.withDescription("registrar HTTPS port (0: any free port)"), Options.withDefault(8891)),
+    verifierPort: Options.integer("verifier-port").pipe(Options.withDescription("verifier HTTPS port (0: any free port)"), Options.withDefault(8881)),
+    quoteInterval: Options.integer("quote-interval").pipe(Options.withDescription("seconds between quotes of one agent"), Options.withDefault(2)),
+    tamper: Options.text("tamper").pipe(
+      Options.withDescription("once it has attested, make this agent's machine (its number in the table, or its uuid) run an executable its policy does not allow; repeatable"),
+      Options.repeated
+    ),
+    reset: Options.boolean("reset").pipe(Options.withDescription("start fresh: remove the data directory first (new CA, TPMs, agents and databases)")),
     verbose: Options.boolean("verbose").pipe(Options.withDescription("also print every component's log lines")),
     agentPort: Options.integer("agent-port").pipe(Options.withDescription("first agent's HTTPS port; the others follow (0: any free ports)"), Options.withDefault(9002)),
     metricsPort: Options.integer("metrics-port").pipe(
       Options.withDescription("registrar's Prometheus /metrics port, plain HTTP on --host (0: off)"),
       Options.withDefault(REGISTRAR_METRICS_PORT)
+    ),
+    verifierMetricsPort: Options.integer("verifier-metrics-port").pipe(
+      Options.withDescription("verifier's Prometheus /metrics port, plain HTTP on --host (0: off)"),
+      Options.withDefault(VERIFIER_METRICS_PORT)
     ),
     logFormat: Options.choice("log-format", LOG_FORMATS).pipe(Options.withDescription("component log lines: pretty, json or logfmt"), Options.withDefault("pretty" as const)),
     otlpEndpoint: Options.text("otlp-endpoint").pipe(
@@ -27,4 +39,4 @@ export const upCommand = Command.make(
     )
   },
   lazy(() => import("./up.run.js"), (m) => m.run)
-).pipe(Command.withDescription("Start a registrar and simulated agents in one process on embedded defaults (./.attest, SQLite, generated CA)."))
+).pipe(Command.withDescription("Start a registrar, a verifier and simulated agents in one process on embedded defaults (./.attest, SQLite, generated CA), enrol the agents and show their attestation live."))

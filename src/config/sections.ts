@@ -111,6 +111,7 @@ export const tenantSection = {
   request_timeout: seconds(60, "timeout of requests (seconds)"),
   max_retries: integer(5, "retries of a failed request", { min: 0 }),
   retry_interval: seconds(2, "seconds between retries"),
+  verify_timeout: seconds(60, "add --verify: how long to wait for the verifier to deliver V; delete: for a terminating agent to go"),
   // --- operations: logs, traces (src/config/operationsOptions.ts) ---
   ...observabilityOptions
 } as const satisfies SectionSpec

@@ -10,9 +10,10 @@
  * src/registrar/Registrar.ts; HTTP requests by listener, method, route and status through the
  * platform (src/http/requestMetrics.ts).
  *
- * Verifier: the pull loop (src/verifier/loop/agentLoop.ts), AgentClient, Agents (stop, delete) and
- * the notifiers (src/verifier/notify/NotifiersLive.ts) make these calls; push and verify/evidence
- * still to wire (each line is the whole change at its place):
+ * Verifier: the pull loop (src/verifier/loop/agentLoop.ts), AgentClient, Agents (stop, delete),
+ * the notifiers (src/verifier/notify/NotifiersLive.ts) and verify/evidence (src/verifier/Stateless.ts,
+ * `recordAttestation("evidence", …)`) make these calls; push still to wire (each line is the whole
+ * change at its place):
  *
  *   // pull loop (Poller), after each verdict; push attestations with "push", verify/evidence with "evidence"
  *   yield* recordAttestation("pull", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type))
@@ -34,8 +35,8 @@
  *   yield* setActivePushTokens(count)
  *
  * and the server adds `MetricsServer.fromSection(section, "verifier-metrics")` (layers/Metrics.ts).
- * Database pool use: `observeDbPool("verifier", { total, idle, waiting })` from a scrape hook, once
- * the SQL layer can reach its pool (PgClient keeps its pg.Pool private; SQLite has one connection).
+ * Database pool use: layers/Sql.ts owns each pg.Pool and registers it with `watchDbPool`; the
+ * scrape reads total, idle and waiting (SQLite: its one connection).
  */
 import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
 import { type OperationalState, stateName } from "../verifier/states.js"
@@ -193,6 +194,25 @@ export const unsafeObserveDbPool = (database: string, use: DbPoolUse): void => {
   Metrics.dbPool.series(database, "waiting").unsafeUpdate(use.waiting, NO_TAGS)
 }
 export const observeDbPool = (database: string, use: DbPoolUse): Effect.Effect<void> => Effect.sync(() => unsafeObserveDbPool(database, use))
+
+const watchedPools = new Map<number, { readonly database: string; readonly read: () => DbPoolUse }>()
+let nextPoolWatch = 0
+
+/**
+ * Reads a pool's use at every scrape (layers/Sql.ts registers each database it opens); the returned
+ * function stops it, when the layer closes the pool.
+ */
+export const watchDbPool = (database: string, read: () => DbPoolUse): () => void => {
+  const id = nextPoolWatch++
+  watchedPools.set(id, { database, read })
+  return () => {
+    watchedPools.delete(id)
+  }
+}
+
+onScrape(() => {
+  for (const { database, read } of watchedPools.values()) unsafeObserveDbPool(database, read())
+})
 
 // --- verifier: attestations, agents, checks -----------------------------------------------------
 

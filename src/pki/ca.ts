@@ -5,6 +5,8 @@
  *   client-cert.crt, client-private.pem, client-public.pem  the admin client certificate (CN `client`)
  *   <name>-cert.crt, <name>-private.pem, <name>-public.pem  further administrators (§5.5.3)
  *   cacrl.der, cacrl.pem                                  the CA's revocation list (crl.ts, revoke.ts)
+ *   RevocationNotifier-cert.crt, -private.pem, -public.pem  the key that signs revocation messages
+ *                                                         (revocationNotifier.ts; no EKU: never an admin)
  * Creation is idempotent: existing files are reused, a CA is never overwritten.
  */
 import type * as crypto from "node:crypto"
@@ -93,7 +95,8 @@ export interface LeafRequest {
   /** File stem: `<name>-cert.crt`, `<name>-private.pem`, `<name>-public.pem`. */
   readonly name: string
   readonly commonName: string
-  readonly usage: "server" | "client"
+  /** `signing`: no extended key usage, so the certificate is never an admin (client) certificate. */
+  readonly usage: "server" | "client" | "signing"
   readonly days?: number
   readonly sanNames?: ReadonlyArray<string>
   readonly keyKind?: KeyKind
@@ -115,8 +118,8 @@ export const issueLeaf = Effect.fn("Ca.issueLeaf")(function*(ca: LoadedCa, req: 
       issuer: { certificate: ca.certificate, privateKey: ca.privateKey },
       ...(yield* validityFrom(req.days ?? CERT_DAYS)),
       basicConstraints: { ca: false },
-      keyUsage: ["digitalSignature", "keyEncipherment"],
-      extendedKeyUsage: [req.usage === "server" ? EKU.serverAuth : EKU.clientAuth],
+      keyUsage: req.usage === "signing" ? ["digitalSignature"] : ["digitalSignature", "keyEncipherment"],
+      ...(req.usage === "signing" ? {} : { extendedKeyUsage: [req.usage === "server" ? EKU.serverAuth : EKU.clientAuth] }),
       ...(names.length > 0
         ? { subjectAltName: { dns: names.filter((n) => !isIp(n)), ip: names.filter(isIp) } }
         : {})

@@ -60,6 +60,8 @@ export const renderAgentStatus = (view: AgentView, version: ApiVersion, settings
     verifier_port: settings.verifierPort,
     severity_level: view.severity_level,
     last_event_id: view.last_event_id,
+    // attest's addition, only when a failure said something (Keylime's bodies stay as they are otherwise)
+    ...(view.last_event_message === null ? {} : { last_event_message: view.last_event_message }),
     attestation_count: view.attestation_count,
     last_received_quote: view.last_received_quote,
     last_successful_attestation: view.last_successful_attestation

@@ -141,6 +141,7 @@ const viewOf = (results: Record<string, unknown>, extra: Partial<AgentView> = {}
   sign_alg: results["sign_alg"] as string,
   severity_level: results["severity_level"] as number | null,
   last_event_id: results["last_event_id"] as string | null,
+  last_event_message: null,
   attestation_count: results["attestation_count"] as number,
   last_received_quote: results["last_received_quote"] as number,
   last_successful_attestation: results["last_successful_attestation"] as number,

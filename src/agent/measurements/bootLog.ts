@@ -94,6 +94,7 @@ const u32 = (n: number): Buffer => {
 }
 const EFI_CERT_SHA256 = guid("c1c41626-504c-4092-aca9-41f936934328")
 const OWNER = guid("77fa9abd-0359-4d32-bd60-28f4e78f784b")
+const EFI_CERT_X509 = guid("a5c059a1-94e4-4aa7-87b5-ab155c2bf072")
 const sha256 = (s: string) => createHash("sha256").update(s).digest()
 
 /** An EFI_SIGNATURE_LIST of SHA-256 entries (what dbx holds; simple stand-ins for PK/KEK/db certificates). */
@@ -106,6 +107,17 @@ const signatureList = (labels: ReadonlyArray<string>): Uint8Array => {
     u32(size),
     ...labels.map((l) => Buffer.concat([OWNER, sha256(l)]))
   ]))
+}
+
+/**
+ * An EFI_SIGNATURE_LIST of one certificate (PK and KEK hold X.509 certificates on real machines, and
+ * the `example` measured-boot policy requires that type there). The "certificate" is a stand-in
+ * byte string: nothing parses it as DER, the policies compare it byte for byte.
+ */
+const certificateList = (label: string): Uint8Array => {
+  const cert = ascii(`simulated X.509 certificate: ${label}`)
+  const size = 16 + cert.length
+  return new Uint8Array(Buffer.concat([EFI_CERT_X509, u32(28 + size), u32(0), u32(size), OWNER, cert]))
 }
 
 /** EFI_LOAD_OPTION: attributes (active), device path length, description, device path. */
@@ -128,8 +140,8 @@ export const simulatedBootEvents = (name: string): ReadonlyArray<BootEvent> => {
       measured: ascii("simulated firmware volume")
     },
     { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "SecureBoot", new Uint8Array([1])) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "PK", signatureList(["simulated PK"])) },
-    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "KEK", signatureList(["simulated KEK"])) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "PK", certificateList("simulated PK")) },
+    { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_GLOBAL_VARIABLE, "KEK", certificateList("simulated KEK")) },
     { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "db", signatureList(["simulated db CA"])) },
     { pcr: 7, type: EV.EFI_VARIABLE_DRIVER_CONFIG, data: variableData(EFI_IMAGE_SECURITY_DATABASE, "dbx", signatureList(["revoked image 1", "revoked image 2"])) },
     { pcr: 1, type: EV.EFI_VARIABLE_BOOT, data: variableData(EFI_GLOBAL_VARIABLE, "BootOrder", new Uint8Array([1, 0])) },
@@ -141,6 +153,7 @@ export const simulatedBootEvents = (name: string): ReadonlyArray<BootEvent> => {
     { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("\\EFI\\debian\\grubx64.efi", 2500000), measured: image("grubx64.efi") },
     { pcr: 8, type: EV.IPL, data: ascii(`grub_cmd: ${cmdline}\0`) },
     { pcr: 9, type: EV.IPL, data: ascii("/vmlinuz-6.1.0-attest\0"), measured: image("vmlinuz-6.1.0-attest") },
+    { pcr: 9, type: EV.IPL, data: ascii("/initrd.img-6.1.0-attest\0"), measured: image("initrd.img-6.1.0-attest") },
     { pcr: 8, type: EV.IPL, data: ascii(`kernel_cmdline: ${cmdline.slice(6)}\0`) },
     { pcr: 4, type: EV.EFI_BOOT_SERVICES_APPLICATION, data: imageLoad("/vmlinuz-6.1.0-attest", 8000000), measured: image("vmlinuz-6.1.0-attest") },
     { pcr: 5, type: EV.EFI_ACTION, data: ascii("Exit Boot Services Invocation") },

@@ -3,16 +3,12 @@ import { FileSystem } from "@effect/platform"
 import * as crypto from "node:crypto"
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { Generator, makeRuntimePolicy } from "../../../schemas/RuntimePolicy.js"
+import { addDigest, digestsFromImaList } from "../../ima/digestsFromList.js"
 import { parseList } from "../../ima/entry.js"
 import { compileExcludes } from "../../ima/policy.js"
 import type { HashAlg } from "../../tpm/hashAlg.js"
 import { DEFAULT_EXCLUDES } from "./createRuntime.js"
 import { cliFail, PolicyCliError, readPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
-
-const addDigest = (into: Record<string, Array<string>>, path: string, digest: string) => {
-  const list = (into[path] ??= [])
-  if (!list.includes(digest)) list.push(digest)
-}
 
 /** Hash every regular file under `root`, naming it by its path below root. */
 const hashTree = (root: string, alg: string, skip: RegExp | undefined) =>
@@ -63,15 +59,7 @@ export const run = (o: {
     if (Option.isSome(o.imaList)) {
       const parsed = parseList(yield* readText(o.imaList.value))
       if (Either.isLeft(parsed)) return yield* cliFail(`${o.imaList.value}: ${parsed.left.message}`)
-      for (const e of parsed.right) {
-        const hex = Buffer.from(e.digest).toString("hex")
-        if (e.template === "ima-buf") {
-          continue // buffers (keys, kexec cmdlines) are policy decisions, not measurements to copy
-        }
-        // Violations (all-zero digests) say nothing about the file.
-        if (/^0+$/.test(hex) && e.name !== "boot_aggregate") continue
-        addDigest(digests, e.name, hex)
-      }
+      digestsFromImaList(parsed.right, digests)
     }
     if (Option.isSome(o.rootfs)) {
       const tree = yield* hashTree(o.rootfs.value, o.hashAlg, compiled.right)

@@ -207,7 +207,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             operationalState: effect.operationalState,
             valid: effect.valid,
             receivedAt: judged.receivedAt,
-            event: effect.event,
+            event: effect.event === undefined ? undefined : { ...effect.event, message: judged.evaluation.severity.highest?.failure.context.message },
             evaluationState: encodeEvaluationState(next),
             algorithms: next.alg.hash === "" ? undefined : { hashAlg: next.alg.hash, encAlg: next.alg.enc, signAlg: next.alg.sign },
             vDelivered: ctx.state.vDelivered,

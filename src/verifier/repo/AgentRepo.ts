@@ -46,6 +46,8 @@ export interface AdminChange {
 export interface EventWrite {
   readonly eventId: string
   readonly severityLevel: number
+  /** What the failure said (e.g. the IMA path and entry); kept with the event id. */
+  readonly message?: string | undefined
 }
 
 /** The loop's write after a quote was judged. */
@@ -147,6 +149,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
           sign_alg: "",
           severity_level: null,
           last_event_id: null,
+          last_event_message: null,
           attestation_count: 0,
           last_received_quote: 0,
           last_successful_attestation: 0,
@@ -253,6 +256,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
         // both compare with the stored severity (SET reads the old row): the event id follows its severity
         sql`last_event_id = CASE WHEN severity_level IS NULL OR severity_level < ${event.severityLevel}
           THEN ${event.eventId} ELSE last_event_id END`,
+        sql`last_event_message = CASE WHEN severity_level IS NULL OR severity_level < ${event.severityLevel}
+          THEN ${event.message ?? null} ELSE last_event_message END`,
         sql`severity_level = CASE WHEN severity_level IS NULL OR severity_level < ${event.severityLevel}
           THEN ${event.severityLevel} ELSE severity_level END`
       ]

@@ -33,6 +33,7 @@ export const AgentRow = Schema.Struct({
   sign_alg: Schema.String,
   severity_level: Schema.NullOr(DbInteger),
   last_event_id: Schema.NullOr(Schema.String),
+  last_event_message: Schema.NullOr(Schema.String),
   attestation_count: DbInteger,
   last_received_quote: DbInteger,
   last_successful_attestation: DbInteger,

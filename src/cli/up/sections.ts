@@ -1,0 +1,108 @@
+/**
+ * The config sections `attest up` runs its parts with: everything under the data directory (the
+ * CA in cv_ca, SQLite files, the simulated TPMs' manufacturer CA as the EK trust store), on the
+ * loopback address it was given. The parts run exactly as `attest registrar`, `attest verifier` and
+ * `attest tenant` would with these sections.
+ */
+import * as path from "node:path"
+import type { LogFormat } from "../../config/operationsOptions.js"
+import { sectionDefaults } from "../../config/load.js"
+import {
+  type RegistrarOptions,
+  registrarSection,
+  type TenantOptions,
+  tenantSection,
+  type VerifierOptions,
+  verifierSection
+} from "../../config/sections.js"
+
+/** Where `attest up` puts the simulated TPMs' manufacturer CA, inside its data directory. */
+export const SIMULATOR_CA_FILE = path.join("tpm_cert_store", "simulator-ca.pem")
+
+export interface UpOptions {
+  readonly dataDir: string
+  readonly agents: number
+  readonly host: string
+  readonly registrarPort: number
+  readonly registrarTlsPort: number
+  readonly verifierPort: number
+  readonly agentPort: number
+  readonly verbose: boolean
+  /** The registrar's metrics listener on `host` (0: off). */
+  readonly metricsPort: number
+  /** The verifier's metrics listener on `host` (0: off). */
+  readonly verifierMetricsPort: number
+  readonly logFormat: LogFormat
+  /** OTLP/HTTP collector for traces ("" = none). */
+  readonly otlpEndpoint: string
+  /** Seconds between quotes of one agent. */
+  readonly quoteInterval: number
+  /** Agents (number in the table or uuid) whose machine runs an unallowed executable once attested. */
+  readonly tamper: ReadonlyArray<string>
+  /** Start from an empty data directory. */
+  readonly reset: boolean
+}
+
+const operations = (o: UpOptions) => ({
+  metrics_ip: o.host,
+  log_format: o.logFormat,
+  log_level: o.verbose ? ("info" as const) : ("warning" as const),
+  otlp_endpoint: o.otlpEndpoint
+})
+
+const ekCaDir = (dataDir: string) => path.dirname(path.join(dataDir, SIMULATOR_CA_FILE))
+
+/** The `[registrar]` section `attest up` runs its registrar with. */
+export const upRegistrarSection = (o: UpOptions, dataDir: string): RegistrarOptions =>
+  sectionDefaults(registrarSection, {
+    ip: o.host,
+    port: o.registrarPort,
+    tls_port: o.registrarTlsPort,
+    tls_dir: path.join(dataDir, "cv_ca"),
+    ca_dir: path.join(dataDir, "cv_ca"),
+    data_dir: path.join(dataDir, "registrar"),
+    database_url: "",
+    ek_ca_dir: ekCaDir(dataDir),
+    metrics_port: o.metricsPort,
+    ...operations(o)
+  })
+
+/**
+ * The `[verifier]` section: the same CA directory (server certificate, admin CA, and the client
+ * certificate it presents to agents), measured boot judged by the `example` policy against each
+ * machine's own reference state, on every quote so a changed boot shows at once.
+ */
+export const upVerifierSection = (o: UpOptions, dataDir: string): VerifierOptions =>
+  sectionDefaults(verifierSection, {
+    ip: o.host,
+    port: o.verifierPort,
+    tls_dir: path.join(dataDir, "cv_ca"),
+    ca_dir: path.join(dataDir, "cv_ca"),
+    data_dir: path.join(dataDir, "verifier"),
+    database_url: "",
+    ek_ca_dir: ekCaDir(dataDir),
+    quote_interval: o.quoteInterval,
+    retry_interval: 1,
+    measured_boot_policy_name: "example",
+    ear_signing_key: "default",
+    metrics_port: o.verifierMetricsPort,
+    ...operations(o)
+  })
+
+/** The `[tenant]` section `attest up` enrols its agents with (the generated admin certificate). */
+export const upTenantSection = (o: UpOptions, dataDir: string, ports: { readonly verifier: number; readonly registrar: number }): TenantOptions =>
+  sectionDefaults(tenantSection, {
+    verifier_ip: o.host,
+    verifier_port: ports.verifier,
+    registrar_ip: o.host,
+    registrar_port: ports.registrar,
+    tls_dir: "default",
+    ca_dir: path.join(dataDir, "cv_ca"),
+    ek_ca_dir: ekCaDir(dataDir),
+    request_timeout: 30,
+    // how often add --verify asks the agent whether V has arrived: the first quote is due at once
+    retry_interval: 0.2,
+    verify_timeout: 120,
+    log_format: o.logFormat,
+    log_level: o.verbose ? "info" : "warning"
+  })
