@@ -106,7 +106,7 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`pull l
         // the machine runs an unlisted file → INVALID_QUOTE with the IMA failure; polling stops
         yield* machine.measure("/usr/bin/evil", "evil payload")
         const failed = yield* waitFor("INVALID_QUOTE", row, (r) => r.operational_state === 9)
-        expect([failed.last_event_id, failed.severity_level, failed.last_event_message]).toEqual(["ima.validation.ima-ng.not_in_allowlist", 6, "File not found in allowlist: /usr/bin/evil (entry 7)"])
+        expect([failed.last_event_id, failed.severity_level, failed.last_event_message]).toEqual(["ima.validation.ima-ng.not_in_allowlist", 6, "File not found in allowlist: /usr/bin/evil (entry 8)"])
         expect(yield* waitFor("the loop to end", poller.isOwned(agentId), (owned) => !owned)).toBe(false)
 
         // the signed notice reaches the agent (it verifies the signature) and the webhook
