@@ -1,6 +1,6 @@
 /**
  * Requests from the verifier to one pull agent, decoded with `HttpApiClient.make(AgentApi)`: the
- * integrity quote, V on `keys/vkey`, revocation notices. Each agent gets its own HTTPS client
+ * integrity quote, V on `keys/vkey`, revocation notices. Each agent gets its own HTTPS client (an undici pool)
  * trusting exactly that agent's `mtls_cert` (or `agent_ca` when configured) and presenting the
  * verifier's client certificate; it is made once per (address, certificate) and kept while the
  * agent is polled (keep-alive: one TLS handshake, not one per quote). The host name is not checked:
