@@ -83,7 +83,10 @@ const json = (res: import("node:http").ServerResponse, code: number, results: un
   res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body)
 }
 
+const stats = { connections: 0, quotes: 0 }
+
 const main = async () => {
+  if (process.env["FLEET_STATS"] === "1") setInterval(() => process.stderr.write(`fleet: ${stats.connections} TLS connections, ${stats.quotes} quotes\n`), 5000).unref()
   const n = Number(process.argv[2] ?? 100)
   const caDir = process.argv[3]!
   const read = (f: string) => readFileSync(join(caDir, f), "utf8")
@@ -117,6 +120,7 @@ const main = async () => {
       const nonce = url.searchParams.get("nonce") ?? ""
       const partial = url.searchParams.get("partial") === "1"
       const from = Number(url.searchParams.get("ima_ml_entry") ?? 0)
+      stats.quotes++
       for (let k = 0; k < PER_QUOTE; k++) measure(a, a.next++)
       const list = a.lines.slice(from)
       json(res, 200, {
@@ -130,6 +134,7 @@ const main = async () => {
         ima_measurement_list_entry: from
       })
     })
+    server.on("secureConnection", () => stats.connections++)
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     out.push({ id: a.id, port: (server.address() as AddressInfo).port, ak: Buffer.from(marshalTpm2bPublic(ak.public)).toString("base64"), enc: a.enc })
   }

@@ -13,10 +13,10 @@
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Either, Layer, Logger, LogLevel } from "effect"
+import { Context, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import { makeRuntimePolicy, decodeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { DbLive } from "../layers/Sql.js"
 import { VerifierConfig } from "../src/config/services.js"
@@ -30,6 +30,8 @@ import { marshalTpm2bPublic, nameOf } from "../src/tpm/public.js"
 import { encodeQuoteString } from "../src/tpm/quoteString.js"
 import { marshalSignature } from "../src/tpm/signature.js"
 import { Agents } from "../src/verifier/Agents.js"
+import { AgentRepo } from "../src/verifier/repo/AgentRepo.js"
+import { makeAgentClient } from "../src/verifier/AgentClient.js"
 import { VerifierClientTls } from "../src/verifier/ClientTls.js"
 import {
   defaultSeverityPolicy,
@@ -47,7 +49,7 @@ import { fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
 const STEPS = (process.argv[2] ?? "100,300,1000").split(",").map(Number)
 const WINDOW_S = Number(process.argv[3] ?? 16)
 const QUOTE_INTERVAL = 2
-const WARMUP_S = 8
+const WARMUP_S = 2
 const ON_SCHEDULE = 0.8
 
 const dir = mkdtempSync(join(tmpdir(), "attest-bench-fleet-"))
@@ -56,6 +58,11 @@ const sleep = (ms: number) => Effect.promise(() => new Promise((r) => setTimeout
 const cpuMs = () => {
   const u = process.cpuUsage()
   return (u.user + u.system) / 1000
+}
+/** CPU ms of another process (Linux /proc: utime + stime in clock ticks of 10 ms). */
+const processCpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 const heapKb = () => {
   ;(globalThis as { gc?: () => void }).gc?.()
@@ -132,6 +139,24 @@ const baseline = (doc: ReturnType<typeof policyDocument>) => {
   return spent / ROUNDS
 }
 
+/** BENCH_PROF=<prefix>: a CPU profile of this process during each window (node:inspector). */
+const startProfile = Effect.promise(async () => {
+  const inspector = await import("node:inspector")
+  const session = new inspector.Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  await post("Profiler.enable")
+  await post("Profiler.start")
+  return (file: string) =>
+    Effect.promise(async () => {
+      const { profile } = await post("Profiler.stop")
+      const { writeFileSync } = await import("node:fs")
+      writeFileSync(file, JSON.stringify(profile))
+      session.disconnect()
+    })
+})
+
 interface FleetAgent {
   readonly id: string
   readonly port: number
@@ -141,7 +166,7 @@ interface FleetAgent {
 
 const startFleet = (n: number) =>
   Effect.acquireRelease(
-    Effect.async<{ agents: Array<FleetAgent>; cert: string; kill: () => void }, Error>((resume) => {
+    Effect.async<{ agents: Array<FleetAgent>; cert: string; pid: number; kill: () => void }, Error>((resume) => {
       const child = spawn(process.execPath, ["--import", "tsx", "bench/_fleet.ts", String(n), caDir], { stdio: ["ignore", "pipe", "inherit"] })
       let buffer = "\n"
       child.stdout.on("data", (c: Buffer) => {
@@ -150,7 +175,7 @@ const startFleet = (n: number) =>
         const end = nl < 0 ? -1 : buffer.indexOf("\n", nl + 1)
         if (end >= 0) {
           const ready = JSON.parse(buffer.slice(nl + 1, end))
-          resume(Effect.succeed({ agents: ready.agents, cert: ready.cert, kill: () => child.kill("SIGKILL") }))
+          resume(Effect.succeed({ agents: ready.agents, cert: ready.cert, pid: child.pid!, kill: () => child.kill("SIGKILL") }))
         }
       })
       child.on("exit", (code) => resume(Effect.fail(new Error(`fleet exited with ${code}`))))
@@ -172,7 +197,7 @@ const program = Effect.gen(function*() {
   const fleet = yield* startFleet(maxN)
   console.log(`fleet: ${fleet.agents.length} agents listening (separate process) in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
 
-  const layer = Layer.mergeAll(Agents.Default, Policies.Default).pipe(
+  const layer = Layer.mergeAll(Agents.Default, Policies.Default, AgentRepo.Default).pipe(
     Layer.provideMerge(PollerLive),
     Layer.provideMerge(Layer.mergeAll(
       DbLive({ database_url: "", data_dir: join(dir, "db") }, "verifier"),
@@ -183,6 +208,8 @@ const program = Effect.gen(function*() {
   const ctx = yield* Layer.build(layer)
   const agents = Context.get(ctx, Agents)
   const sql = Context.get(ctx, SqlClient.SqlClient)
+  if (process.env["BENCH_SYNC"] === "normal") yield* sql`PRAGMA synchronous = NORMAL`
+  console.log(`SQLite synchronous = ${JSON.stringify((yield* sql`PRAGMA synchronous`)[0])}`)
   yield* Context.get(ctx, Policies).addRuntime("fleet", { runtime_policy: Buffer.from(policyText).toString("base64") })
   const heapBefore = heapKb()
   const serverCert = fleet.cert
@@ -219,11 +246,23 @@ const program = Effect.gen(function*() {
         supported_version: "2.5"
       })
     }
+    // warm-up: every agent attested twice (connections made, full first quotes behind), at most 60 s
+    const warm = Date.now()
+    for (;;) {
+      const c = yield* counts
+      const ready = [...c.values()].filter((a) => a.count >= 2).length
+      if (ready >= n || Date.now() - warm > 60_000) break
+      yield* sleep(500)
+    }
     yield* sleep(WARMUP_S * 1000)
     const before = yield* counts
+    const profiling = process.env["BENCH_PROF"] !== undefined ? yield* startProfile : undefined
     const cpu0 = cpuMs()
+    const fleetCpu0 = processCpuMs(fleet.pid)
     yield* sleep(WINDOW_S * 1000)
     const cpu = cpuMs() - cpu0
+    const fleetCpu = processCpuMs(fleet.pid) - fleetCpu0
+    if (profiling !== undefined) yield* profiling(`${process.env["BENCH_PROF"]}-${n}.cpuprofile`)
     const after = yield* counts
     let total = 0
     let onSchedule = 0
@@ -239,8 +278,8 @@ const program = Effect.gen(function*() {
     kbPerAgent = (heap - heapBefore) / n
     const cpuPerAttestation = total === 0 ? Number.POSITIVE_INFINITY : cpu / total
     console.log(
-      `N=${n}: ${total} attestations in ${WINDOW_S} s (${(total / WINDOW_S).toFixed(0)}/s), ${onSchedule}/${n} agents on schedule (>= ${need}), ` +
-        `${failed} not in GET_QUOTE, verifier CPU ${cpu.toFixed(0)} ms (${((cpu / (WINDOW_S * 1000)) * 100).toFixed(0)}% of a core) = ` +
+      `N=${n} (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores): ${total} attestations in ${WINDOW_S} s (${(total / WINDOW_S).toFixed(0)}/s), ${onSchedule}/${n} agents on schedule (>= ${need}), ` +
+        `${failed} not in GET_QUOTE, fleet CPU ${((fleetCpu / (WINDOW_S * 1000)) * 100).toFixed(0)}% of a core, verifier CPU ${cpu.toFixed(0)} ms (${((cpu / (WINDOW_S * 1000)) * 100).toFixed(0)}% of a core) = ` +
         `${cpuPerAttestation.toFixed(3)} ms per attestation (${(cpuPerAttestation / evaluateMs).toFixed(1)}x evaluateEvidence), heap ${(heap / 1024).toFixed(0)} MB`
     )
     last = { n, cpuPerAttestation }
@@ -249,6 +288,26 @@ const program = Effect.gen(function*() {
       break
     }
     best = { n, cpuPerAttestation }
+  }
+  if (process.env["BENCH_DIAG"] === "1") {
+    const repo = Context.get(ctx, AgentRepo)
+    const id = fleet.agents[0]!.id
+    const plan = yield* sql.unsafe(`EXPLAIN QUERY PLAN SELECT a.generation, a.operational_state, r.checksum AS rc, m.checksum AS mc FROM verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name WHERE a.agent_id = '${id}'`)
+    console.log("loopFacts plan:", JSON.stringify(plan.map((r: any) => r.detail)))
+    const time = (label: string, e: Effect.Effect<unknown, unknown>) =>
+      Effect.gen(function*() {
+        const t = cpuMs()
+        for (let i = 0; i < 500; i++) yield* e
+        console.log(`${label}: ${((cpuMs() - t) / 500).toFixed(3)} ms CPU`)
+      })
+    yield* time("loopFacts", repo.loopFacts(id))
+    yield* time("findView", repo.findView(id))
+    const row = (yield* repo.find(id)).pipe(Option.getOrThrow)
+    const a0 = fleet.agents[0]!
+    const client = yield* makeAgentClient({ cert: read("client-cert.crt"), key: read("client-private.pem"), agentCa: undefined, mtls: true }, 30)
+    const target = { agentId: "diag", ip: "127.0.0.1", port: a0.port, mtlsCert: fleet.cert, apiVersion: "2.5" }
+    yield* time("integrityQuote (HttpApiClient, TLS keep-alive)", client.integrityQuote(target, { nonce: "abcdefghij0123456789", mask: 0x400, partial: 1, imaEntry: 1_000_000 }).pipe(Effect.scoped))
+    yield* time("recordVerdict", repo.recordVerdict(id, -1, { operationalState: 3, valid: true, receivedAt: 1, evaluationState: row.evaluation_state, nextPollAt: 2 }))
   }
   const shown = best ?? last!
   console.log(`verifier CPU per attestation / evaluateEvidence alone = ${(shown.cpuPerAttestation / evaluateMs).toFixed(1)}`)

@@ -1,6 +1,6 @@
 /**
  * Requests from the verifier to one pull agent, decoded with `HttpApiClient.make(AgentApi)`: the
- * integrity quote, V on `keys/vkey`, revocation notices. Each agent gets its own HTTPS client
+ * integrity quote, V on `keys/vkey`, revocation notices. Each agent gets its own HTTPS client (an undici pool)
  * trusting exactly that agent's `mtls_cert` (or `agent_ca` when configured) and presenting the
  * verifier's client certificate; it is made once per (address, certificate) and kept while the
  * agent is polled (keep-alive: one TLS handshake, not one per quote). The host name is not checked:
@@ -15,7 +15,8 @@ import * as crypto from "node:crypto"
 import type { IntegrityQuote } from "../../schemas/Agent.js"
 import { AgentApi } from "../agent/Api.js"
 import { VerifierConfig } from "../config/services.js"
-import { makeHttpsClient } from "../http/client.js"
+import { clientTlsPolicy } from "../http/tlsPolicy.js"
+import * as Undici from "@effect/platform-node/Undici"
 import { type AgentRequestErrorKind, recordAgentRequestError } from "../ops/metrics.js"
 import type { RevocationBody } from "./revocation.js"
 import { VerifierClientTls, type VerifierClientTlsShape } from "./ClientTls.js"
@@ -124,6 +125,28 @@ interface Entry {
   readonly scope: Scope.CloseableScope
 }
 
+/**
+ * An HttpClient over an undici connection pool for one agent: TLS with the TLS policy, the pinned
+ * certificate (or agent_ca) as the only trust, the verifier's client certificate, no host-name
+ * check. undici rather than node:https: about 0.3 ms less CPU per request (bench/verifier-fleet.ts).
+ */
+const undiciClient = (tls: VerifierClientTlsShape, pinned: string | null) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      new Undici.Agent({
+        connect: {
+          ca: tls.agentCa ?? pinned ?? "",
+          ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+          ...(tls.key === undefined ? {} : { key: tls.key }),
+          rejectUnauthorized: true,
+          checkServerIdentity: () => undefined,
+          ...clientTlsPolicy
+        }
+      })
+    ),
+    (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+  ).pipe(Effect.map((agent) => NodeHttpClient.makeUndici(agent)))
+
 /** The live client: one pool per agent, closed on release and when the layer closes. */
 export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSeconds: number) =>
   Effect.gen(function*() {
@@ -146,12 +169,7 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
           yield* closeEntry(known)
         }
         const scope = yield* Scope.make()
-        const http = plainHttp ?? (yield* makeHttpsClient({
-          ca: tls.agentCa ?? t.mtlsCert ?? "",
-          ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-          ...(tls.key === undefined ? {} : { key: tls.key }),
-          checkServerIdentity: false
-        }).pipe(Scope.extend(scope)))
+        const http = plainHttp ?? (yield* undiciClient(tls, t.mtlsCert).pipe(Scope.extend(scope)))
         const client = yield* makeApiClient(`${scheme}://${host}:${t.port}/v${t.apiVersion}`).pipe(
           Effect.provideService(HttpClient.HttpClient, http)
         )

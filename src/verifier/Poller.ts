@@ -82,8 +82,13 @@ export const pollerLayer: Layer.Layer<
 
     const loops = yield* FiberMap.make<string>()
 
+    // without an OTLP exporter nobody reads the loop's spans: not making them is about a third of
+    // the CPU of a quote request (issue 13: no exporter, no cost)
+    const traced = config.otlp_endpoint.trim() !== ""
+
     const supervised = (agentId: string): Effect.Effect<void> =>
       runAgentLoop(deps, agentId).pipe(
+        Effect.withTracerEnabled(traced),
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause as Cause.Cause<never>)

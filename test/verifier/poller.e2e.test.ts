@@ -18,7 +18,8 @@ import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
-import { agentBody, newClientLog, verifierWithPoller, waitFor, webhookReceiver } from "./pollerSupport.js"
+import { Policies } from "../../src/verifier/policy/Policies.js"
+import { agentBody, machinePolicyBase64, newClientLog, verifierWithPoller, waitFor, webhookReceiver } from "./pollerSupport.js"
 import { backends } from "./support.js"
 
 const agentId = "e2e00000-d2f1-4a97-9ef7-75bd81c0c001"
@@ -94,10 +95,18 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`pull l
         const again = yield* waitFor("attestations after reactivate", row, (r) => r.attestation_count >= countAtStop + 2 && r.operational_state === 3)
         expect(again.v_delivered).toBe(true)
 
+        // the runtime policy is replaced while polling: the next quotes are judged with the new one
+        yield* Context.get(ctx, Policies).updateRuntime(agentId, { runtime_policy: machinePolicyBase64([{ path: "/usr/bin/newtool", content: "new tool" }]) })
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 1500)))
+        yield* machine.measure("/usr/bin/newtool", "new tool")
+        const countBefore = (yield* row).attestation_count
+        const stillGood = yield* waitFor("attestations over the new entry", row, (r) => r.attestation_count >= countBefore + 2)
+        expect(stillGood.operational_state).toBe(3)
+
         // the machine runs an unlisted file → INVALID_QUOTE with the IMA failure; polling stops
         yield* machine.measure("/usr/bin/evil", "evil payload")
         const failed = yield* waitFor("INVALID_QUOTE", row, (r) => r.operational_state === 9)
-        expect([failed.last_event_id, failed.severity_level, failed.last_event_message]).toEqual(["ima.validation.ima-ng.not_in_allowlist", 6, "File not found in allowlist: /usr/bin/evil (entry 7)"])
+        expect([failed.last_event_id, failed.severity_level, failed.last_event_message]).toEqual(["ima.validation.ima-ng.not_in_allowlist", 6, "File not found in allowlist: /usr/bin/evil (entry 8)"])
         expect(yield* waitFor("the loop to end", poller.isOwned(agentId), (owned) => !owned)).toBe(false)
 
         // the signed notice reaches the agent (it verifies the signature) and the webhook

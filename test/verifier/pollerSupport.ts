@@ -73,9 +73,9 @@ export const verifierWithPoller = (db: DatabaseOptions, ca: TestCa, config: Part
 const sha256Hex = (s: string | Uint8Array) => createHash("sha256").update(s).digest("hex")
 
 /** A runtime policy allowing the simulated machine's default files (boot_aggregate excluded: no boot log is asked for). */
-export const machinePolicyBase64 = (): string =>
+export const machinePolicyBase64 = (extra: ReadonlyArray<{ readonly path: string; readonly content: string }> = []): string =>
   Buffer.from(JSON.stringify(makeRuntimePolicy({
-    digests: Object.fromEntries(defaultFiles.map((f) => [f.path, [sha256Hex(f.content)]])),
+    digests: Object.fromEntries([...defaultFiles, ...extra].map((f) => [f.path, [sha256Hex(f.content)]])),
     excludes: ["boot_aggregate"]
   }))).toString("base64")
 

@@ -10,6 +10,7 @@ import m0010 from "./0010_verifier_policies.js"
 import m0011 from "./0011_verifier_agents.js"
 import m0012 from "./0012_verifier_notifications.js"
 import m0017 from "./0017_verifier_last_event_message.js"
+import m0018 from "./0018_verifier_policy_facts.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -18,5 +19,6 @@ export const migrations = {
   "0010_verifier_policies": m0010,
   "0011_verifier_agents": m0011,
   "0012_verifier_notifications": m0012,
-  "0017_verifier_last_event_message": m0017
+  "0017_verifier_last_event_message": m0017,
+  "0018_verifier_policy_facts": m0018
 } as const

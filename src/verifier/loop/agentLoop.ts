@@ -114,10 +114,15 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
 
   const fetchAndJudge = (ctx: Ctx, request: Extract<LoopEffect, { _tag: "RequestQuote" }>) =>
     Effect.gen(function*() {
-      const fresh = yield* load
-      if (Option.isNone(fresh)) return { _tag: "Superseded", storedState: 8 } as LoopEvent
-      if (fresh.value.generation !== ctx.generation) return { _tag: "Superseded", storedState: fresh.value.operational_state } as LoopEvent
-      ctx.view = fresh.value
+      // an admin change (generation) or a replaced policy (checksum) since the row was read
+      const facts = yield* agents.loopFacts(agentId)
+      if (Option.isNone(facts)) return { _tag: "Superseded", storedState: 8 } as LoopEvent
+      if (facts.value.generation !== ctx.generation) return { _tag: "Superseded", storedState: facts.value.operationalState } as LoopEvent
+      if (facts.value.runtimePolicyChecksum !== ctx.view.runtime_policy_checksum || facts.value.mbPolicyChecksum !== ctx.view.mb_policy_checksum) {
+        const fresh = yield* load
+        if (Option.isNone(fresh)) return { _tag: "Superseded", storedState: 8 } as LoopEvent
+        ctx.view = fresh.value
+      }
       if (ctx.compiled === undefined || ctx.compiled.key !== policyKey(ctx.view)) {
         const compiled = yield* Effect.either(compileAgentPolicy(ctx.view, deps.settings, deps))
         if (Either.isLeft(compiled)) return { _tag: "Crashed", message: compiled.left.message } as LoopEvent

@@ -84,6 +84,14 @@ export interface StateWrite {
   readonly nextPollAt?: number | null | undefined
 }
 
+/** AgentRepo.loopFacts. */
+export interface LoopFacts {
+  readonly generation: number
+  readonly operationalState: number
+  readonly runtimePolicyChecksum: string
+  readonly mbPolicyChecksum: string
+}
+
 const decodeRow = Schema.decodeUnknown(AgentRow)
 const decodeView = Schema.decodeUnknown(AgentView)
 
@@ -106,6 +114,17 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       "verifier_agents a JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name " +
         "JOIN verifier_mb_policies m ON m.name = a.mb_policy_name"
     )
+    // SQLite picks the primary key for `name = ?` and then reads the policy row, walking the
+    // overflow pages of its text (megabytes) to reach the checksum; the covering indexes of
+    // migration 0018 answer without the row. PostgreSQL keeps large text out of line (TOAST).
+    const factsFrom = sql.onDialectOrElse({
+      sqlite: () =>
+        sql.literal(
+          "verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
+            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
+        ),
+      orElse: () => viewFrom
+    })
     const active = [...ACTIVE_STATES]
 
     const views = (operation: string, where: Statement.Fragment) =>
@@ -158,6 +177,25 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     const findView = Effect.fn("AgentRepo.findView")(function*(agentId: string) {
       const rows = yield* views("find agent", sql`a.agent_id = ${agentId}`)
       return Option.fromNullable(rows[0])
+    })
+
+    /**
+     * What a quote cycle checks before asking (one small row, no full decode): the admin
+     * generation, the state, and the checksums of the agent's two policies.
+     */
+    const loopFacts = Effect.fn("AgentRepo.loopFacts")(function*(agentId: string) {
+      const rows = yield* sql<{ generation: unknown; operational_state: unknown; rc: unknown; mc: unknown }>`SELECT a.generation,
+          a.operational_state, r.checksum AS rc, m.checksum AS mc FROM ${factsFrom} WHERE a.agent_id = ${agentId}`.pipe(
+        Effect.mapError(storeError("find agent"))
+      )
+      const r = rows[0]
+      if (r === undefined) return Option.none<LoopFacts>()
+      return Option.some<LoopFacts>({
+        generation: Number(r.generation),
+        operationalState: Number(r.operational_state),
+        runtimePolicyChecksum: String(r.rc),
+        mbPolicyChecksum: String(r.mc)
+      })
     })
 
     /** Ids in creation order, of one verifier or all. */
@@ -285,6 +323,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       insert,
       find,
       findView,
+      loopFacts,
       listIds,
       listViews,
       activeOf,
