@@ -9,6 +9,9 @@ import m0003 from "./0003_registrar_pending.js"
 import m0010 from "./0010_verifier_policies.js"
 import m0011 from "./0011_verifier_agents.js"
 import m0012 from "./0012_verifier_notifications.js"
+import m0020 from "./0020_push_agents.js"
+import m0021 from "./0021_push_sessions.js"
+import m0022 from "./0022_push_attestations.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -16,5 +19,8 @@ export const migrations = {
   "0003_registrar_pending": m0003,
   "0010_verifier_policies": m0010,
   "0011_verifier_agents": m0011,
-  "0012_verifier_notifications": m0012
+  "0012_verifier_notifications": m0012,
+  "0020_push_agents": m0020,
+  "0021_push_sessions": m0021,
+  "0022_push_attestations": m0022
 } as const
