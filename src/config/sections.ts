@@ -65,6 +65,16 @@ export const verifierSection = {
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
   snp_vcek_dir: string("", "AMD SEV-SNP VCEK certificates for TEE evidence, read once at start (empty: only VCEKs sent with the evidence)"),
   session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
+  // --- push model (API 3.0, src/verifier/push): Keylime's names and defaults ---
+  nonce_lifetime: seconds(60, "push model: seconds a session challenge may be answered"),
+  challenge_lifetime: seconds(1800, "push model: seconds an attestation's challenge may be answered with evidence"),
+  verification_timeout: seconds(60, "push model: seconds a background verification may take (503 verification_in_progress meanwhile)"),
+  extend_token_on_attestation: boolean(true, "push model: a passed attestation extends the agent's token by session_lifetime"),
+  auto_recover_attestation_failures: boolean(false, "push model: a passed attestation clears earlier failures (else status stays FAIL until re-added)"),
+  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address may create per window", { min: 1 }),
+  session_create_rate_limit_window_ip: seconds(60, "push model: window of session_create_rate_limit_per_ip (seconds)"),
+  session_create_rate_limit_per_agent: integer(15, "push model: sessions one agent id may create per window", { min: 1 }),
+  session_create_rate_limit_window_agent: seconds(60, "push model: window of session_create_rate_limit_per_agent (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),
   enabled_revocation_notifications: literalList(["agent", "webhook"], ["agent"], "notifiers of revocation events: agent (POST to the agents), webhook (POST to webhook_url)"),
