@@ -36,7 +36,13 @@ const detailOf = (issue: ParseResult.ArrayFormatterIssue): string => {
 export const resourceErrors = (error: ParseResult.ParseError): ReadonlyArray<JsonApiError> => {
   const seen = new Set<string>()
   const out: Array<JsonApiError> = []
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  // a union (evidence items by type) reports every member's complaint: where one goes deeper into
+  // the same item, the shallow ones (the other members' type tags) are noise
+  const parentOf = (path: ReadonlyArray<PropertyKey>) => pointerOf(path.slice(0, -1))
+  const deeper = (i: ParseResult.ArrayFormatterIssue) =>
+    issues.some((o) => o.path.length > i.path.length && pointerOf(o.path).startsWith(parentOf(i.path) + "/"))
+  for (const issue of issues.filter((i) => i.path.length === 0 || i._tag === "Missing" || !deeper(i))) {
     const pointer = pointerOf(issue.path)
     if (seen.has(pointer)) continue
     seen.add(pointer)
