@@ -8,7 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
 import { capabilitiesOf, collectEvidence, popProof } from "../../src/push-agent/evidence.js"
+import { Agents } from "../../src/verifier/Agents.js"
 import { Attestations } from "../../src/verifier/push/Attestations.js"
+import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
 import { pushAttestationStatus } from "../../src/verifier/push/render.js"
 import { PushRepo } from "../../src/verifier/push/repo.js"
 import { PushDomainLive } from "../../src/verifier/push/Server.js"
@@ -53,6 +55,10 @@ describe("push liveness and time", () => {
         yield* TestClock.adjust(Duration.millis(1))
         yield* settle
         expect([(yield* pushState).accept_attestations, pushAttestationStatus(yield* pushState)]).toEqual([false, "TIMEOUT"])
+        // the v2 status shows it
+        const v2 = yield* (yield* Agents).show(AGENT, { major: 2, minor: 6 })
+        expect(["attestation_status" in v2 ? v2.attestation_status : undefined, v2.attestation_count]).toEqual(["TIMEOUT", 1])
+        expect(yield* (yield* AgentRepo).activeOf("default")).toEqual([])
         // a push agent may attest again after a timeout (403 is for pull agents): a pass restores acceptance
         expect((yield* attest).evaluation).toEqual("pass")
         expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")

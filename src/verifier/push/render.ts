@@ -143,3 +143,19 @@ export const agentStatusDocument = (agentId: string, p: PushAgentRow | undefined
   links: { self: requestPath },
   jsonapi: JSON_API_VERSION
 })
+
+/**
+ * A v2 status (GET /v2.x/agents/:id) of an agent that pushes: its push counters and the push
+ * attestation_status (TIMEOUT after a missed deadline) replace the pull loop's (Keylime's
+ * process_get_status for push agents; timestamps in epoch seconds as in 2.x).
+ */
+export const withPushStatus = <S extends { readonly attestation_count: number | null; readonly last_received_quote: number | null; readonly last_successful_attestation: number | null }>(
+  status: S,
+  push: PushAgentRow
+): S => ({
+  ...status,
+  attestation_count: push.attestation_count,
+  last_received_quote: push.last_received_at === null ? 0 : Math.floor(push.last_received_at / 1000),
+  last_successful_attestation: push.last_success_at === null ? 0 : Math.floor(push.last_success_at / 1000),
+  ...("attestation_status" in status ? { attestation_status: pushAttestationStatus(push) } : {})
+})
