@@ -149,6 +149,12 @@ export const agentSection = {
   ima_ml_path: string("/sys/kernel/security/ima/ascii_runtime_measurements", "IMA measurement list"),
   measuredboot_ml_path: string("/sys/kernel/security/tpm0/binary_bios_measurements", "UEFI event log"),
   attestation_interval_seconds: seconds(60, "push model: seconds between attestations"),
+  verifier_tls_ca_cert: string("default", "push model: CA of the verifier's HTTPS certificate (default: ca_dir/cacert.crt)"),
+  exponential_backoff_initial_delay: integer(10_000, "push model: first retry delay after a failed attempt (milliseconds)", { min: 1 }),
+  exponential_backoff_max_delay: integer(300_000, "push model: longest retry delay (milliseconds)", { min: 1 }),
+  exponential_backoff_multiplier: integer(2, "push model: factor between consecutive retry delays", { min: 1 }),
+  exponential_backoff_max_retries: integer(5, "push model: retries of one failing step before the delay stays at its maximum", { min: 0 }),
+  exponential_backoff_jitter: boolean(false, "push model: randomise each retry delay between half and all of it"),
   // --- operations: logs, traces (src/config/operationsOptions.ts) ---
   ...observabilityOptions
 } as const satisfies SectionSpec
