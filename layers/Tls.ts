@@ -13,19 +13,8 @@
  *     CRL in force. Revoked certificates are logged as warnings.
  *   - `ServerTlsWithAdmins(component, section)`: both, what an HTTPS server with admin mTLS needs.
  *
- * A second HTTPS server (the verifier on :8881, `tls_dir = generate` by default, same CA, same CRL
- * conventions) is its API on layers/HttpServers.ts plus this:
- *
- *   export const VerifierServerLive = (c: VerifierOptions) =>
- *     HttpServers.layer({
- *       versions: V2_VERSIONS,
- *       unversioned: ["/version"],
- *       listeners: [{ name: "verifier", host: c.ip, port: c.port, tls: true }]
- *     }).pipe(
- *       Layer.provide(HttpApiBuilder.api(VerifierApi).pipe(Layer.provide(VerifierHttpLive))),
- *       Layer.provide(ServerTlsWithAdmins("verifier", c)),
- *       Layer.provide(AuthorizationProviderLive(c.authorization_provider))
- *     )
+ * The verifier (src/verifier/Server.ts, fromConfig.ts) is its API on layers/HttpServers.ts with one
+ * `tls: true` listener, provided with `ServerTlsWithAdmins("verifier", section)`.
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import { ClientIdentity } from "../src/http/identity.js"

@@ -83,6 +83,8 @@ export const ServiceUnavailableE = enveloped(
 export const StatusText = {
   success: "Success",
   notFound: (method: string, path: string) => `Not Found: no route for ${method} ${path}`,
+  methodNotAllowed: (method: string, path: string, allowed: ReadonlyArray<string>) =>
+    `Method Not Allowed: ${method} is not served on ${path} (allowed: ${allowed.join(", ")})`,
   unsupportedVersion: (version: string, supported: ReadonlyArray<string>) =>
     `API version ${version} is not supported (supported: ${supported.join(", ")})`,
   malformedJson: (detail: string) => `Malformed JSON body: ${detail}`,
@@ -93,3 +95,26 @@ export const StatusText = {
   requestTimeout: "Request Timeout",
   internal: "Internal Server Error"
 } as const
+
+/**
+ * A success without results whose status is the outcome (the verifier's DELETE: 200 deleted now,
+ * 202 accepted for later): the handler returns `tag`, a client decodes the status back to it.
+ */
+export const OutcomeEnvelope = <const T extends string>(tag: T, code: number, status: string) =>
+  Schema.transform(
+    Schema.Struct({ code: Schema.Number, status: Schema.String, results: Schema.Struct({}) }),
+    Schema.Literal(tag),
+    { strict: true, decode: () => tag, encode: () => ({ code, status, results: {} }) }
+  ).annotations({ identifier: `${tag[0]!.toUpperCase()}${tag.slice(1)}Envelope${code}`, ...HttpApiSchema.annotations({ status: code }) })
+
+/** A 400 whose `results` say more than the status (verify/evidence: the failures of the input). */
+export class BadRequestWithResults extends Schema.TaggedError<BadRequestWithResults>()("BadRequestWithResults", {
+  message: Schema.String,
+  results: Schema.Unknown
+}) {}
+
+export const BadRequestWithResultsE = Schema.transform(ErrorEnvelope, Schema.typeSchema(BadRequestWithResults), {
+  strict: true,
+  decode: (e) => new BadRequestWithResults({ message: e.status, results: e.results }),
+  encode: (err) => ({ code: 400, status: err.message, results: err.results })
+}).annotations({ identifier: "Error400ResultsEnvelope", ...HttpApiSchema.annotations({ status: 400 }) })

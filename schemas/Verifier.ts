@@ -122,7 +122,7 @@ export const LegacyAgentStatus = Schema.Struct({
 }).annotations({ identifier: "LegacyAgentStatus" })
 export type LegacyAgentStatus = typeof LegacyAgentStatus.Type
 
-export const AnyAgentStatus = Schema.Union(AgentStatus, LegacyAgentStatus)
+export const AnyAgentStatus = Schema.Union(AgentStatus, LegacyAgentStatus).annotations({ identifier: "AnyAgentStatus" })
 export type AnyAgentStatus = typeof AnyAgentStatus.Type
 
 /** GET /agents/ results: Keylime nests each id in a 1-element list. */
@@ -175,3 +175,22 @@ export const MbPolicyNames = Schema.Struct({
   "mbpolicy names": Schema.Array(Schema.String)
 }).annotations({ identifier: "MbPolicyNames" })
 export type MbPolicyNames = typeof MbPolicyNames.Type
+
+// --- API descriptions (src/verifier/Api.ts) ---------------------------------------------------
+
+/** POST /agents/:id body: the 2.1–2.6 body, or the 2.1-era one with `vtpm_policy` and `allowlist`. */
+export const AgentCreateBody = Schema.Union(AgentCreateRequest, LegacyAgentCreateRequest).annotations({
+  identifier: "AgentCreateBody"
+})
+export type AgentCreateBody = typeof AgentCreateBody.Type
+
+/** GET /agents/ query: `verifier` filters by verifier_id; `bulk=true` answers every agent's status. */
+export const AgentListQuery = Schema.Struct({
+  verifier: Schema.optional(Schema.String),
+  bulk: Schema.optional(Schema.String)
+}).annotations({ identifier: "AgentListQuery" })
+export type AgentListQuery = typeof AgentListQuery.Type
+
+/** GET /agents/ results: ids, or statuses by id with `?bulk=true`. */
+export const AgentListResults = Schema.Union(VerifierAgentList, VerifierAgentBulk).annotations({ identifier: "AgentListResults" })
+export type AgentListResults = typeof AgentListResults.Type

@@ -30,6 +30,7 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./push-agent.js")).pushAgentCommand,
     (await import("./up.js")).upCommand,
     (await import("./registrar.js")).registrarCommand,
+    (await import("./verifier.js")).verifierCommand,
     (await import("./tee.js")).teeCommand,
     (await import("./ear.js")).earCommand
   ])

@@ -6,6 +6,7 @@
 import { AgentApi, AgentVersionApi } from "../agent/Api.js"
 import { V2_VERSIONS } from "../http/versions.js"
 import { RegistrarApi } from "../registrar/Api.js"
+import { VERIFIER_UNVERSIONED, VerifierApi } from "../verifier/Api.js"
 import { type JsonObject, openApiDocument } from "./openapi.js"
 
 /** Paths the registrar serves without a version prefix. */
@@ -32,7 +33,30 @@ export const agentDocument = (): JsonObject =>
     unsupportedVersionStatus: 400
   })
 
+export const verifierDocument = (): JsonObject =>
+  openApiDocument(VerifierApi, {
+    title: "attest verifier",
+    description:
+      "The verifier's HTTPS API (port 8881): agents to attest, named runtime and measured-boot policies, and the stateless verify/identity and verify/evidence checks. Admin operations need an admin client certificate (mTLS); verify/* and /version are public; an agent may read its own status. Wire-compatible with Keylime's verifier (API 2.0-2.6).",
+    versions: V2_VERSIONS,
+    unversioned: VERIFIER_UNVERSIONED,
+    servesDocument: true,
+    extraPaths: {
+      "/.well-known/ear-jwks.json": {
+        get: {
+          tags: ["ear"],
+          operationId: "earJwks",
+          summary: "The public keys (JWKS, ES256) verify/evidence signs EAR attestation results with (public)",
+          parameters: [],
+          security: [],
+          responses: { "200": { description: "A JWK set (RFC 7517)", content: { "application/jwk-set+json": { schema: { type: "object" } } } } }
+        }
+      }
+    }
+  })
+
 export const apiDocuments: ReadonlyArray<{ readonly name: string; readonly document: () => JsonObject }> = [
   { name: "registrar", document: registrarDocument },
-  { name: "agent", document: agentDocument }
+  { name: "agent", document: agentDocument },
+  { name: "verifier", document: verifierDocument }
 ]

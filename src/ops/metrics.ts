@@ -10,7 +10,9 @@
  * src/registrar/Registrar.ts; HTTP requests by listener, method, route and status through the
  * platform (src/http/requestMetrics.ts).
  *
- * Verifier (to wire after the merge; each line is the whole change at its place):
+ * Verifier: verify/evidence records `recordAttestation("evidence", …)` (src/verifier/Stateless.ts,
+ * wired); the verifier's HTTP requests go through the platform like the registrar's. The rest is
+ * to wire with the poller and the push model (each line is the whole change at its place):
  *
  *   // pull loop (Poller), after each verdict; push attestations with "push", verify/evidence with "evidence"
  *   yield* recordAttestation("pull", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type))

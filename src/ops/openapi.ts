@@ -31,6 +31,8 @@ export interface ApiDocumentOptions {
   readonly servesDocument?: boolean
   /** The status of an unsupported version prefix: 404 (registrar, verifier) or 400 (the agent, as rust-keylime). */
   readonly unsupportedVersionStatus?: 400 | 404
+  /** Paths served outside the HttpApi (a router route such as the verifier's JWKS), as OpenAPI path items. */
+  readonly extraPaths?: JsonObject
 }
 
 /** A JSON document (what OpenApi.fromApi returns, loosened for the corrections). */
@@ -117,10 +119,24 @@ export const openApiDocument = (api: HttpApi.HttpApi.Any, options: ApiDocumentOp
       const ok = responses["200"]
       if (isObject(ok) && typeof ok["description"] === "string" && /Envelope200$/.test(ok["description"])) ok["description"] = "Success: the envelope's results"
       const badVersion = versioned && options.unsupportedVersionStatus === 400 ? ", or an unsupported API version" : ""
+      // verify/evidence's input errors also carry results (the failures): keep that envelope beside the plain one
+      const withResults = JSON.stringify(responses["400"] ?? {}).includes("Error400ResultsEnvelope")
       responses["400"] = errorResponse(
         400,
         `Bad request: a parameter or the body does not match its schema (the status names the field and the reason), malformed JSON, or a refusal${badVersion}`
       )
+      if (withResults) {
+        responses["400"] = {
+          ...(responses["400"] as JsonObject),
+          content: {
+            "application/json": {
+              schema: { anyOf: [{ $ref: "#/components/schemas/Error400Envelope" }, { $ref: "#/components/schemas/Error400ResultsEnvelope" }] }
+            }
+          }
+        }
+      }
+      if (responses["401"] !== undefined) responses["401"] = errorResponse(401, "Unauthorized: a signed runtime policy whose signature cannot be verified")
+      if (responses["409"] !== undefined) responses["409"] = errorResponse(409, "Conflict: the name is taken, or the resource is in use (the status names the agent)")
       if (responses["403"] !== undefined) responses["403"] = errorResponse(403, "Forbidden: the caller may not do this (e.g. an admin operation without an admin certificate)")
       responses["404"] = errorResponse(404, versioned && options.unsupportedVersionStatus !== 400 ? "Not found, or an unsupported API version" : "Not found")
       if (op["requestBody"] !== undefined) responses["413"] = errorResponse(413, "The request body exceeds the server's limit")
@@ -147,7 +163,7 @@ export const openApiDocument = (api: HttpApi.HttpApi.Any, options: ApiDocumentOp
     paths[versioned ? `/v{${VERSION_PARAMETER}}${path}` : path] = item
   }
   const used = JSON.stringify(paths)
-  for (const code of [400, 403, 404, 413, 500, 503]) {
+  for (const code of [400, 401, 403, 404, 409, 413, 500, 503]) {
     if (used.includes(`"#/components/schemas/Error${code}Envelope"`)) schemas[`Error${code}Envelope`] = errorEnvelopeSchema(code)
     else delete schemas[`Error${code}Envelope`]
   }
@@ -163,6 +179,14 @@ export const openApiDocument = (api: HttpApi.HttpApi.Any, options: ApiDocumentOp
       }
     }
     tags.push({ name: "openapi" })
+  }
+  for (const [path, item] of Object.entries(options.extraPaths ?? {})) {
+    paths[path] = item
+    for (const op of Object.values(item as JsonObject)) {
+      for (const tag of (isObject(op) ? (op["tags"] as Array<string> | undefined) : undefined) ?? []) {
+        if (!tags.some((t) => t["name"] === tag)) tags.push({ name: tag })
+      }
+    }
   }
   tightenEnvelopes(schemas)
   const doc: JsonObject = {

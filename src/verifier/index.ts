@@ -2,10 +2,17 @@
  * attest/verifier: the pure heart of the verifier. `evaluateEvidence` judges one attestation's
  * evidence (quote, PCR 16 binding, tpm_policy, IMA from the stored offset, measured boot) for the
  * pull loop, push attestations and verify/evidence; `verifyEvidenceRequest` and `verifyIdentity`
- * are the request logic of the two stateless endpoints.
+ * are the request logic of the two stateless endpoints. `Verifier(section, poller?)` is the whole
+ * verifier (HTTPS API, database, TLS, metrics listener) as a Layer; `VerifierApi` its HttpApi for clients.
  */
 export * from "./evaluate/index.js"
 export * from "./evidenceRequest.js"
 export * from "./pythonJson.js"
 export * from "./verifyEvidence.js"
 export * from "./verifyIdentity.js"
+
+// --- the verifier as a service another Effect app can embed -----------------------------------
+export { VerifierApi, VERIFIER_UNVERSIONED } from "./Api.js"
+export { VerifierDomainLive, VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+export { VerifierFromConfig as Verifier, verifierServerOptions } from "./fromConfig.js"
+export { PollerControl, type PollerControlShape } from "./PollerControl.js"

@@ -99,3 +99,15 @@ export const snapshotTables = Effect.gen(function*() {
     mb: yield* sql`SELECT * FROM verifier_mb_policies ORDER BY name`
   }
 })
+
+/** A PollerControl as a polling process has it: every agent started here is owned until stopped. */
+export const owningPoller = () => {
+  const owned = new Set<string>()
+  const calls: Array<PollerCall> = []
+  const layer = Layer.succeed(PollerControl, {
+    start: (agentId) => Effect.sync(() => void (owned.add(agentId), calls.push({ op: "start", agentId }))),
+    stop: (agentId) => Effect.sync(() => void (owned.delete(agentId), calls.push({ op: "stop", agentId }))),
+    isOwned: (agentId) => Effect.succeed(owned.has(agentId))
+  })
+  return { calls, owned, layer }
+}

@@ -3,12 +3,12 @@
  * and `ver-identity-*` exchange captured from the real Keylime verifier
  * (`vectors/keylime-wire/verifier.jsonl`, inputs from `vectors/keylime/generated/swtpm-quote-1/`) is fed
  * to the pure functions, and the status and envelope they lead to must equal Keylime's, except for
- * the reviewed DIFFERENCES below. The HTTP layer's own answers (malformed JSON, wrong method) and
- * the agent lookup of verify/identity are outside these functions: listed in HTTP_LAYER and stood
- * in for by a one-agent table.
+ * the reviewed DIFFERENCES below. The HTTP layer's own answers (malformed JSON, wrong method) are
+ * outside these functions: HTTP_LAYER lists them and they are sent to a verifier over HTTPS; the
+ * agent lookup of verify/identity is stood in for by a one-agent table.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
 import type { Failure } from "../../schemas/Evidence.js"
 import { acceptAllPolicy } from "../../src/boot/policy.js"
 import { type ApiVersion, parseVersion } from "../../src/http/versions.js"
@@ -19,12 +19,14 @@ import {
   verifyEvidenceRequest,
   verifyIdentity
 } from "../../src/verifier/index.js"
+import { testDatabase } from "../support/db.js"
 import { readVector, readVectorText } from "../support/vectors.js"
+import { makeTestPki, removePki, startVerifier, summary, vcall } from "./apiHarness.js"
 
 interface WireRecord {
   readonly id: string
   readonly api_version: string
-  readonly request: { readonly method: string; readonly query?: Record<string, string>; readonly body?: unknown }
+  readonly request: { readonly method: string; readonly path: string; readonly query?: Record<string, string>; readonly body?: unknown }
   readonly response: { readonly status: number; readonly body: unknown }
   readonly upstream_bug?: boolean
 }
@@ -65,12 +67,19 @@ const answerIdentity = (query: Record<string, string>): Answer =>
     }
   })
 
-/** Exchanges whose answer is the HTTP layer's, not these functions'. */
-const HTTP_LAYER: Readonly<Record<string, string>> = {
-  "ver-evidence-malformed": "malformed JSON: the body decoder answers 400 before the request logic runs",
-  "ver-evidence-get": "GET on a POST route: the router answers 405",
-  "ver-identity-post": "POST on a GET route: the router answers 405"
+/**
+ * Exchanges whose answer is the HTTP layer's, not these functions': sent over HTTPS. Keylime answers
+ * them with an empty text/html body (400, and 405 for a wrong method); attest with the same status
+ * and its envelope naming the problem (test/verifier/wire.test.ts).
+ */
+const HTTP_LAYER: Readonly<Record<string, { readonly note: string; readonly status: number; readonly text: RegExp }>> = {
+  "ver-evidence-malformed": { note: "malformed JSON: 400 before the request logic runs", status: 400, text: /^Malformed JSON body: / },
+  "ver-evidence-get": { note: "GET on a POST route: 405 naming the method served", status: 405, text: /^Method Not Allowed: GET is not served on \/v2\.6\/verify\/evidence \(allowed: POST\)$/ },
+  "ver-identity-post": { note: "POST on a GET route: 405 naming the method served", status: 405, text: /^Method Not Allowed: POST is not served on \/v2\.6\/verify\/identity \(allowed: GET\)$/ }
 }
+
+const pki = makeTestPki()
+afterAll(() => removePki(pki))
 
 type Results = { readonly valid: unknown; readonly claims?: unknown; readonly failures?: ReadonlyArray<Failure> }
 
@@ -137,9 +146,22 @@ describe("verify/evidence and verify/identity against Keylime's captured exchang
   })
 
   for (const r of records) {
-    const note = HTTP_LAYER[r.id]
-    if (note !== undefined) {
-      it.skip(`${r.id}: ${note}`, () => {})
+    const http = HTTP_LAYER[r.id]
+    if (http !== undefined) {
+      it.scopedLive(`${r.id} over HTTPS: ${http.note}`, () =>
+        Effect.gen(function*() {
+          const v = yield* startVerifier({ pki, db: yield* testDatabase("sqlite") })
+          const body = r.request.body
+          const answer = summary(yield* vcall(pki, v, {
+            method: r.request.method,
+            path: r.request.path,
+            ...(body === undefined ? {} : typeof body === "string" ? { body } : { json: body })
+          }))
+          expect(r.response.status).toBe(r.request.method === "POST" && r.id === "ver-evidence-malformed" ? 400 : 405)
+          expect(answer.status).toBe(http.status)
+          expect(answer.text).toMatch(http.text)
+          expect(answer.results).toEqual({})
+        }))
       continue
     }
     const diff = DIFFERENCES[r.id]

@@ -1,0 +1,26 @@
+/**
+ * The verifier's HTTP API: every group it serves, assembled here and only here (the push model's
+ * API 3.0 groups are added to `VerifierApi` in this file too). Routes are written without a version
+ * prefix: the platform strips `/v2.x` (src/http/versions.ts), so one set of routes serves 2.0–2.6,
+ * and handlers read the version from `currentApiVersion`. The tenant and tests derive their client
+ * from `VerifierApi` with `HttpApiClient`; docs/openapi/verifier.json is generated from it.
+ */
+import { HttpApi } from "@effect/platform"
+import { VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
+import { VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./api/policies.js"
+import { VerifierVerifyGroup } from "./api/verify.js"
+
+export { AgentPath, VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
+export { PolicyPath, VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./api/policies.js"
+export { EvidenceResults, VerifierVerifyGroup } from "./api/verify.js"
+
+export class VerifierApi extends HttpApi.make("verifier")
+  .add(VerifierVersionGroup)
+  .add(VerifierAgentsGroup)
+  .add(VerifierAllowlistsGroup)
+  .add(VerifierMbPoliciesGroup)
+  .add(VerifierVerifyGroup)
+{}
+
+/** Paths the verifier serves without a version prefix. */
+export const VERIFIER_UNVERSIONED: ReadonlyArray<string> = ["/version", "/versions", "/openapi.json", "/.well-known/ear-jwks.json"]

@@ -1,0 +1,69 @@
+/**
+ * The running verifier's API: one HTTPS listener (Keylime `port`, 8881; there is no plain-HTTP
+ * port), the domain services, the authorization provider, and `GET /openapi.json` (public,
+ * unversioned). Needs, from outside: `ServerTls` and `ClientIdentity` (layers/Tls.ts), `SqlClient`
+ * with migrations applied (layers/Sql.ts), `VerifierConfig` and the pull loop's `PollerControl`
+ * (`PollerControl.none` when this process polls nothing); fromConfig.ts composes them from the
+ * `[verifier]` section.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Layer } from "effect"
+import { HttpServers } from "../../layers/HttpServers.js"
+import { AuthorizationProviderLive } from "../http/authorization.js"
+import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
+import { V2_VERSIONS } from "../http/versions.js"
+import { verifierDocument } from "../ops/apiDocuments.js"
+import { serveOpenApi } from "../ops/openapi.js"
+import { Agents } from "./Agents.js"
+import { VERIFIER_UNVERSIONED, VerifierApi } from "./Api.js"
+import {
+  VerifierAgentsHttpLive,
+  VerifierAllowlistsHttpLive,
+  VerifierMbPoliciesHttpLive,
+  VerifierVerifyHttpLive,
+  VerifierVersionHttpLive
+} from "./Http.js"
+import { Policies } from "./policy/Policies.js"
+import { serveEarJwks } from "./earIssuer.js"
+import { StatelessChecks } from "./Stateless.js"
+
+export interface VerifierServerOptions {
+  readonly host: string
+  /** HTTPS port (Keylime `port`, 8881); 0 = any free port. */
+  readonly port: number
+  readonly authorizationProvider?: string
+  /** Largest request body (`max_upload_size`: runtime policies are large). */
+  readonly maxBodyBytes?: number
+}
+
+/** The listener's name in BoundListeners. */
+export const VERIFIER_LISTENER = "verifier"
+
+/** Agents, Policies and the stateless checks over the database, config and PollerControl in context. */
+export const VerifierDomainLive = Layer.mergeAll(Agents.Default, Policies.Default, StatelessChecks.Default)
+
+export const VerifierServerLive = (options: VerifierServerOptions) => {
+  const api = HttpApiBuilder.api(VerifierApi).pipe(
+    Layer.provide([
+      VerifierVersionHttpLive(V2_VERSIONS),
+      VerifierAgentsHttpLive,
+      VerifierAllowlistsHttpLive,
+      VerifierMbPoliciesHttpLive,
+      VerifierVerifyHttpLive
+    ]),
+    Layer.provide(VerifierDomainLive),
+    Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
+  )
+  return HttpServers.layer({
+    versions: V2_VERSIONS,
+    unversioned: VERIFIER_UNVERSIONED,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
+  }).pipe(
+    Layer.provide(api),
+    Layer.provide(serveOpenApi(verifierDocument)),
+    Layer.provide(serveEarJwks),
+    // v2 routes only: the push model's /v3 routes answer in JSON:API
+    Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3"))))
+  )
+}

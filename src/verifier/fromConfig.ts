@@ -1,0 +1,59 @@
+/**
+ * The `[verifier]` section → a running verifier: TLS and admins from layers/Tls.ts (tls_dir
+ * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
+ * live reload), the database (SQLite under data_dir or database_url), the HTTPS listener, the
+ * metrics listener (metrics_ip, metrics_port 9881; off at 0) and the pull loop given as
+ * `poller` (PollerControl.none: nothing polled in this process).
+ */
+import { Layer } from "effect"
+import { MetricsServer } from "../../layers/Metrics.js"
+import { DbLive } from "../../layers/Sql.js"
+import { ServerTlsWithAdmins } from "../../layers/Tls.js"
+import { VerifierConfig } from "../config/services.js"
+import type { VerifierOptions } from "../config/sections.js"
+import { EarIssuer } from "./earIssuer.js"
+import { PollerControl } from "./PollerControl.js"
+import { PolicyCache } from "./policy/PolicyCache.js"
+import { AgentRepo } from "./repo/AgentRepo.js"
+import { NotificationOutbox } from "./repo/NotificationOutbox.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
+import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+
+export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions => ({
+  host: c.ip,
+  port: c.port,
+  authorizationProvider: c.authorization_provider,
+  maxBodyBytes: c.max_upload_size
+})
+
+/**
+ * What the pull loop is given: the verifier's repositories and the compiled-policy cache
+ * (`policy_cache_size`), over the section (`VerifierConfig`) and the database.
+ */
+export const pollerDependencies = (c: VerifierOptions) =>
+  Layer.mergeAll(
+    AgentRepo.Default,
+    RuntimePolicyRepo.Default,
+    MbPolicyRepo.Default,
+    NotificationOutbox.Default,
+    PolicyCache.withCapacity(c.policy_cache_size)
+  )
+
+/**
+ * The verifier with its TLS, admins, database, metrics listener and pull loop, from its config
+ * section. The poller gets `pollerDependencies`, the section and the database; the loop's own
+ * needs beyond those stay in the result's requirements.
+ */
+export const VerifierFromConfig = <E = never, R = never>(
+  c: VerifierOptions,
+  poller: Layer.Layer<PollerControl, E, R> = PollerControl.none as Layer.Layer<PollerControl, E, R>
+) => {
+  const base = Layer.merge(Layer.succeed(VerifierConfig, c), DbLive(c, "verifier"))
+  return VerifierServerLive(verifierServerOptions(c)).pipe(
+    Layer.provide(Layer.provide(poller, pollerDependencies(c))),
+    Layer.provide(EarIssuer.fromSection(c)),
+    Layer.provide(ServerTlsWithAdmins("verifier", c)),
+    Layer.provide(base),
+    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
+  )
+}
