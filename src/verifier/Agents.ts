@@ -5,7 +5,7 @@
  * loop is told through `PollerControl` after the database has the change.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
 import { isAgentId } from "../../schemas/Common.js"
 import type { AnyAgentStatus, VerifierAgentBulk, VerifierAgentList } from "../../schemas/Verifier.js"
 import { VerifierConfig } from "../config/services.js"
@@ -233,6 +233,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       if (!REACTIVATABLE_STATES.has(before as OperationalState)) return yield* new AgentBeingDeleted({ agentId })
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.START, resetProgress: true })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
+      // a push agent: attestations accepted again (status no longer TIMEOUT), failures forgotten
+      yield* pushes.restoreAcceptance(agentId, yield* Clock.currentTimeMillis)
       if (before === OperationalState.TENANT_FAILED) {
         yield* Effect.logInfo(
           `Agent ${agentId} reactivated after stop: polling restarts (attest departs from Keylime, which keeps a stopped agent at 10)`

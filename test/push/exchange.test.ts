@@ -94,5 +94,16 @@ describe.each(backends)("push exchange on %s", (backend, available) => {
       expect(list.json.data.map((a: any) => a.attributes.evaluation)).toEqual(["pass", "pass", "fail", "fail"])
       const own = yield* env.request("GET", `/v3.0/agents/${AGENT}`, { token })
       expect([own.status, own.json.data.attributes.attestation_status, own.json.data.attributes.attestation_count]).toEqual([200, "FAIL", 2])
+
+      // the same process serves API 2.x: the push status in the v2 envelope, to the admin and to the agent's token
+      const v2 = yield* env.request("GET", `/v2.6/agents/${AGENT}`, { admin: true })
+      expect([v2.status, v2.headers["content-type"]?.split(";")[0], v2.json.results.attestation_status, v2.json.results.attestation_count]).toEqual([200, "application/json", "FAIL", 2])
+      const v2own = yield* env.request("GET", `/v2.6/agents/${AGENT}`, { token })
+      expect([v2own.status, v2own.json]).toEqual([200, expect.objectContaining({ code: 200 })])
+      expect(v2own.json.results.attestation_status).toEqual("FAIL")
+      expect((yield* env.request("GET", `/v2.6/agents/${AGENT}`, { token: "x.y" })).status).toEqual(403)
+      // v2 reactivation forgets the failures: PASS again
+      expect((yield* env.request("PUT", `/v2.6/agents/${AGENT}/reactivate`, { admin: true })).status).toEqual(200)
+      expect((yield* env.request("GET", `/v3.0/agents/${AGENT}`, { admin: true })).json.data.attributes.attestation_status).toEqual("PASS")
     }).pipe(Effect.provide(Layer.merge(pushVerifier(backend), simulatedAgent("push-exchange")))), 120_000)
 })

@@ -19,11 +19,10 @@ import { backoffDelayMs } from "../../src/push-agent/backoff.js"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
 import { Agents } from "../../src/verifier/Agents.js"
-import { Attestations } from "../../src/verifier/push/Attestations.js"
 import { tempDir } from "../agent/support.js"
 import { makeTestPki, sqliteLayer, testServerTls } from "../registrar/harness.js"
 import { validBody } from "../verifier/support.js"
-import { b64, policyOfMachine, PushTestEnv, pushVerifier, simulatedAgent } from "./support.js"
+import { b64, policyOfMachine, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
 const pki = makeTestPki()
@@ -71,7 +70,7 @@ describe("push agent", () => {
         cycles: 3
       }, stats).pipe(Effect.provide(NodeHttpClient.layerUndici))
       expect([final.accepted, final.refused, final.sessions]).toEqual([3, 0, 1])
-      yield* (yield* Attestations).idle
+      yield* verdict(AGENT)
       const listed = yield* env.request("GET", `/v3.0/agents/${AGENT}/attestations`, { admin: true })
       expect(listed.json.data.map((a: any) => [a.attributes.stage, a.attributes.evaluation])).toEqual([
         ["verification_complete", "pass"],

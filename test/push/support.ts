@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
-import { ServerTls } from "../../layers/Tls.js"
+import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { TpmSimulator } from "../../layers/TpmSimulator.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
 import * as SimulatedMachine from "../../src/agent/measurements/SimulatedMachine.js"
@@ -22,8 +22,7 @@ import { CA_FILES } from "../../src/pki/ca.js"
 import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "../../src/push-agent/evidence.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { Agents } from "../../src/verifier/Agents.js"
-import { Attestations } from "../../src/verifier/push/Attestations.js"
-import { PushDomainLive, PushServerLive } from "../../src/verifier/push/Server.js"
+import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
 import { validBody, verifierLayer } from "../verifier/support.js"
 
@@ -43,18 +42,21 @@ export interface PushEnv {
 }
 export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, PushEnv>() {}
 
-/** The verifier's push routes served over HTTPS, with the verifier domain (Agents) beside them. */
+/**
+ * The verifier (both API families, src/verifier/Server.ts) over HTTPS, with the verifier's domain
+ * services (Agents, repositories, SqlClient) beside it for the tests' own steps (enrolment, SQL).
+ */
 export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptions> = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const work = yield* Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "attest-push-"))), (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true })))
     const caDir = join(work, "cv_ca")
     const section = sectionDefaults(verifierSection, { ca_dir: caDir, port: 0 })
     const db = yield* testDatabase(backend)
-    const domain = PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 1, ...config })))
+    const domain = verifierLayer(db, { quote_interval: 1, ...config })
     const env = Layer.effect(
       PushTestEnv,
       Effect.gen(function*() {
-        const url = (yield* BoundListeners).get("verifier")!.url
+        const url = (yield* BoundListeners).get(VERIFIER_LISTENER)!.url
         const ca = readFileSync(join(caDir, CA_FILES.caCert), "utf8")
         const admin: ClientTls = { ca, cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"), key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8") }
         const request: PushEnv["request"] = (method, path, o = {}) =>
@@ -77,9 +79,10 @@ export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptio
       })
     )
     return env.pipe(
-      Layer.provideMerge(PushServerLive({ host: "127.0.0.1", port: 0 })),
+      Layer.provideMerge(VerifierServerLive({ host: "127.0.0.1", port: 0 })),
       Layer.provideMerge(domain),
-      Layer.provideMerge(ServerTls.fromSection("verifier", section))
+      Layer.provideMerge(ServerTlsWithAdmins("verifier", section)),
+      Layer.orDie
     )
   }))
 
@@ -177,10 +180,14 @@ export const attestOnce = (agentId: string, token: string, tamper: (e: any) => a
     return { created, submitted }
   })
 
-/** Waits for the background verification to finish, then reads the latest attestation as admin. */
+/** The latest attestation as admin once its background verification finished (generous bound: a loaded machine). */
 export const verdict = (agentId: string) =>
   Effect.gen(function*() {
-    yield* Effect.flatMap(Attestations, (a) => a.idle)
     const env = yield* PushTestEnv
-    return yield* env.request("GET", `/v3.0/agents/${agentId}/attestations/latest`, { admin: true })
+    const started = Date.now()
+    for (;;) {
+      const latest = yield* env.request("GET", `/v3.0/agents/${agentId}/attestations/latest`, { admin: true })
+      if (latest.json?.data?.attributes?.stage === "verification_complete" || Date.now() - started > 60_000) return latest
+      yield* Effect.sleep("50 millis")
+    }
   })

@@ -19,7 +19,7 @@ import { agentStatusDocument, attestationResource, evidenceAcceptedDocument, evi
 import { Sessions } from "./Sessions.js"
 import { TokenText } from "./auth.js"
 import { isoMicros } from "./time.js"
-import { Api } from "./HttpApi.js"
+import { VerifierApi } from "../Api.js"
 
 const titled = (status: number, detail: string, headers: Record<string, string> = {}) =>
   Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse([{ status: String(status), title: reasonPhrase(status), detail }], path, headers))
@@ -84,7 +84,7 @@ const indexOf = (text: string): number | "latest" | undefined =>
 
 const SessionMediaTypes = ["application/vnd.api+json", "application/json"]
 
-export const PushHttpLive = HttpApiBuilder.group(Api, "push", (handlers) =>
+export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers) =>
   Effect.gen(function*() {
     const sessions = yield* Sessions
     const attestations = yield* Attestations
