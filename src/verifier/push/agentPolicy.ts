@@ -4,7 +4,7 @@
  * NK binding is off: a push agent has no V key to bind (Keylime's push verification passes no
  * NK either); the TPM clock is compared between attestations as in the pull loop.
  */
-import { Effect, Either, Option } from "effect"
+import { Data, Effect, Either, Option } from "effect"
 import { acceptAllPolicy, builtinMbPolicies } from "../../boot/policy.js"
 import { VerifierConfig } from "../../config/services.js"
 import { fromBase64 } from "../../tpm/bytes.js"
@@ -16,9 +16,11 @@ import { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import type { AgentView } from "../repo/rows.js"
 import type { NegotiationPolicy } from "./negotiate.js"
 
-export class AgentPolicyUnusable extends Error {
-  readonly _tag = "AgentPolicyUnusable"
-}
+/** An agent's stored policy that cannot be used (the background verification records it as a failure). */
+export class AgentPolicyUnusable extends Data.TaggedError("AgentPolicyUnusable")<{ readonly message: string }> {}
+
+/** A `[verifier]` option the push verification cannot use: stops start-up, the message names it. */
+export class PushConfigError extends Data.TaggedError("PushConfigError")<{ readonly message: string }> {}
 
 /** What phase 1 needs of the agent: no compilation. */
 export const negotiationPolicyOf = (view: AgentView): NegotiationPolicy => {
@@ -38,7 +40,7 @@ export const makeAgentPolicies = Effect.gen(function*() {
   const cache = yield* PolicyCache
   const runtimeRepo = yield* RuntimePolicyRepo
   const mbRepo = yield* MbPolicyRepo
-  const severity = Either.getOrThrowWith(severityPolicyFromOptions(config), (e) => new AgentPolicyUnusable(e.message))
+  const severity = yield* Either.mapLeft(severityPolicyFromOptions(config), (e) => new PushConfigError({ message: e.message }))
   const mbPolicy = builtinMbPolicies.find((p) => p.name === config.measured_boot_policy_name) ?? acceptAllPolicy
   const options: EvaluateOptions = {
     severity,
@@ -53,11 +55,11 @@ export const makeAgentPolicies = Effect.gen(function*() {
   const policyOf = (view: AgentView) =>
     Effect.gen(function*() {
       const tpm = parseTpmPolicy(view.tpm_policy)
-      if (Either.isLeft(tpm)) return yield* Effect.fail(new AgentPolicyUnusable(`tpm_policy ${tpm.left.field} ${tpm.left.reason}`))
+      if (Either.isLeft(tpm)) return yield* new AgentPolicyUnusable({ message: `tpm_policy ${tpm.left.field} ${tpm.left.reason}` })
       let ak = akBytes.get(view.agent_id)
       if (ak === undefined || ak.text !== view.ak_tpm) {
         const bytes = fromBase64(view.ak_tpm)
-        if (bytes === undefined) return yield* Effect.fail(new AgentPolicyUnusable("ak_tpm is not base64"))
+        if (bytes === undefined) return yield* new AgentPolicyUnusable({ message: "ak_tpm is not base64" })
         ak = { text: view.ak_tpm, bytes }
         akBytes.set(view.agent_id, ak)
       }
