@@ -13,6 +13,7 @@
  * certificate is checked against its CA; no client certificate is presented.
  */
 import { Clock, Duration, Effect, Option, Random, Ref } from "effect"
+import * as https from "node:https"
 import type { EvidenceRequested } from "../../schemas/Push.js"
 import { MeasurementSource } from "../agent/measurements/MeasurementSource.js"
 import { register, type RetryPolicy } from "../agent/Registration.js"
@@ -89,12 +90,18 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
     }
 
     const base = o.verifierUrl.replace(/\/+$/, "")
+    // one kept-alive TLS connection to the verifier: a handshake per request would cost both sides
+    const connection = yield* Effect.acquireRelease(
+      Effect.sync(() => new https.Agent({ keepAlive: true, maxSockets: 1, ca: o.verifierCa })),
+      (a) => Effect.sync(() => a.destroy())
+    )
     const call = (method: string, path: string, body: unknown, token?: string) =>
       rawRequest({
         method,
         baseUrl: base,
         path,
         tls: { ca: o.verifierCa },
+        agent: connection,
         headers: {
           "content-type": JSON_API_MEDIA_TYPE,
           accept: JSON_API_MEDIA_TYPE,
@@ -193,4 +200,4 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
     })
     yield* (o.cycles === undefined ? Effect.forever(loop) : Effect.repeatN(loop, o.cycles - 1))
     return yield* Ref.get(counters)
-  }).pipe(Effect.annotateLogs("agent_id", o.agentId))
+  }).pipe(Effect.scoped, Effect.annotateLogs("agent_id", o.agentId))
