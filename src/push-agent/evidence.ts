@@ -22,9 +22,14 @@ export interface PushIdentity {
   readonly banks: ReadonlyArray<HashAlg>
 }
 
+/** TPM_RC_RETRY (0x922) and TPM_RC_YIELDED/TESTING warnings: the TPM asks to send the command again. */
+const tpmAsksRetry = (e: { readonly message: string }) => /0x9(22|08|0a)\b/i.test(e.message)
+const retryTpm = <A, E extends { readonly message: string }, R>(call: Effect.Effect<A, E, R>) =>
+  Effect.retry(call, { times: 5, while: tpmAsksRetry })
+
 /** The AK's proof of possession over a session challenge (base64, as the verifier sends it). */
 export const popProof = (tpm: TpmShape, id: PushIdentity, challenge: string) =>
-  Effect.map(tpm.certify(id.ak, new Uint8Array(Buffer.from(challenge, "base64"))), (c) => ({ message: b64(c.attest), signature: b64(c.signature) }))
+  Effect.map(retryTpm(tpm.certify(id.ak, new Uint8Array(Buffer.from(challenge, "base64")))), (c) => ({ message: b64(c.attest), signature: b64(c.signature) }))
 
 /** Phase 1: what this agent can provide. */
 export const capabilitiesOf = (id: PushIdentity, source: MeasurementSourceShape) =>
@@ -75,7 +80,7 @@ export const collectEvidence = (tpm: TpmShape, id: PushIdentity, source: Measure
         const hash = p.hash_algorithm as HashAlg
         const pcrs = [...new Set([...(p.selected_subjects[hash] ?? []), DATA_PCR])].sort((a, b) => a - b)
         const selection = [{ hash, pcrs }]
-        return Effect.map(tpm.quote(id.ak, { nonce: new Uint8Array(Buffer.from(p.challenge, "base64")), selection }), (q) => ({
+        return Effect.map(retryTpm(tpm.quote(id.ak, { nonce: new Uint8Array(Buffer.from(p.challenge, "base64")), selection })), (q) => ({
           evidence_class: "certification" as const,
           evidence_type: "tpm_quote" as const,
           data: { subject_data: b64(marshalPcrBlob(pcrBlobOf(selection, q.pcrs))), message: b64(q.attest), signature: b64(q.signature) }
