@@ -9,6 +9,7 @@
 import * as crypto from "node:crypto"
 import { Clock, Effect, Either, Option } from "effect"
 import { VerifierConfig } from "../../config/services.js"
+import { recordPushSession, recordPushToken } from "../../ops/metrics.js"
 import { fromBase64 } from "../../tpm/bytes.js"
 import { verifyCertify } from "../../tpm/verifyCertify.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
@@ -56,9 +57,9 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
       }
       const now = yield* Clock.currentTimeMillis
       const ipWait = byIp.hit(req.clientAddress, now)
-      if (ipWait !== undefined) return yield* new SessionRateLimited({ scope: "ip", retryAfterSeconds: ipWait })
+      if (ipWait !== undefined) return yield* Effect.zipRight(recordPushSession("refused"), new SessionRateLimited({ scope: "ip", retryAfterSeconds: ipWait }))
       const agentWait = byAgent.hit(req.agentId, now)
-      if (agentWait !== undefined) return yield* new SessionRateLimited({ scope: "agent", retryAfterSeconds: agentWait })
+      if (agentWait !== undefined) return yield* Effect.zipRight(recordPushSession("refused"), new SessionRateLimited({ scope: "agent", retryAfterSeconds: agentWait }))
       const row = {
         session_id: crypto.randomUUID(),
         agent_id: req.agentId,
@@ -67,11 +68,20 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
         challenges_expire_at: now + config.nonce_lifetime * 1000
       }
       yield* repo.insertSession(row)
+      yield* recordPushSession("created")
       return { ...row, response_received_at: null, token_hash: null, token_expires_at: null, active: false } satisfies SessionRow
     })
 
     /** The session a token names, if the token is its own and still valid at `now`. */
-    const checkToken = Effect.fn("Sessions.checkToken")(function*(token: string) {
+    const checkToken = (token: string) =>
+      checkTokenOnce(token).pipe(
+        Effect.tapBoth({
+          onFailure: (e) => recordPushToken(e.reason === "expired" ? "expired" : "rejected"),
+          onSuccess: () => recordPushToken("accepted")
+        })
+      )
+
+    const checkTokenOnce = Effect.fn("Sessions.checkToken")(function*(token: string) {
       const dot = token.indexOf(".")
       const sessionId = dot === -1 ? "" : token.slice(0, dot)
       if (!UUID.test(sessionId) || dot === token.length - 1) return yield* new TokenRefused({ reason: "unknown" })
@@ -119,6 +129,7 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
       }
       const token = `${session.session_id}.${crypto.randomBytes(32).toString("base64url")}`
       yield* repo.activateSession({ sessionId: session.session_id, agentId: req.agentId, tokenHash: hashToken(token), expiresAt: now + lifetimeMs, at: now })
+      yield* recordPushToken("issued")
       yield* Effect.logInfo(`PoP session of agent ${req.agentId} authenticated`)
       return {
         _tag: "Pass",
