@@ -7,8 +7,9 @@
  */
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { createHash } from "node:crypto"
-import { Effect, Either, FiberRef } from "effect"
+import { Effect, Either, FiberRef, Schedule } from "effect"
 import { BadRequest, BadRequestWithResults, Forbidden, StatusText } from "../../schemas/Envelope.js"
+import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../db/transient.js"
 import { authorize, AuthorizationProvider, type OperationClass } from "../http/authorization.js"
 import { currentApiVersion, type VersionSet } from "../http/versions.js"
 import { version as attestVersion } from "../cli/version.js"
@@ -43,6 +44,19 @@ const allowPublic = (action: string) =>
 const answer = (operation: Operation) => <A, R>(effect: Effect.Effect<A, VerifierDomainError, R>) =>
   Effect.mapError(effect, httpErrorOf(operation))
 
+/**
+ * A read whose database connection failed transiently is tried once more after
+ * TRANSIENT_RETRY_DELAY (a pooled connection that died, PostgreSQL restarting), as the registrar's
+ * statements are; a second failure is the 503. Writes are not repeated here: a commit whose answer
+ * was lost may have happened.
+ */
+const answerRead = (operation: Operation) => <A, R>(effect: Effect.Effect<A, VerifierDomainError, R>) =>
+  answer(operation)(Effect.retry(effect, {
+    schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY),
+    times: 1,
+    while: (e) => e._tag === "VerifierStoreError" && isTransientSqlError(e.cause)
+  }))
+
 /** The body as JSON: an empty body is Keylime's "Expected non zero content length", bad JSON names the parser's complaint. */
 export const jsonBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<unknown, BadRequest> =>
   request.text.pipe(
@@ -68,14 +82,14 @@ export const VerifierAgentsHttpLive = HttpApiBuilder.group(VerifierApi, "agents"
         Effect.gen(function*() {
           yield* allow(VerifierAction.listAgents, "admin")
           if (urlParams.bulk === "true") {
-            return yield* answer("agentRead")(agents.bulk(yield* FiberRef.get(currentApiVersion), urlParams.verifier))
+            return yield* answerRead("agentRead")(agents.bulk(yield* FiberRef.get(currentApiVersion), urlParams.verifier))
           }
-          return yield* answer("agentRead")(agents.list(urlParams.verifier))
+          return yield* answerRead("agentRead")(agents.list(urlParams.verifier))
         }))
       .handle("show", ({ path }) =>
         allow(VerifierAction.readAgent, "agentOrAdmin", path.agent_id).pipe(
           Effect.zipRight(FiberRef.get(currentApiVersion)),
-          Effect.flatMap((apiVersion) => answer("agentRead")(agents.show(path.agent_id, apiVersion)))
+          Effect.flatMap((apiVersion) => answerRead("agentRead")(agents.show(path.agent_id, apiVersion)))
         ))
       .handleRaw("add", ({ path, request }) =>
         allow(VerifierAction.createAgent, "admin").pipe(
@@ -106,9 +120,9 @@ export const VerifierAllowlistsHttpLive = HttpApiBuilder.group(VerifierApi, "all
     const remove = ({ path }: { readonly path: { readonly name: string } }) =>
       allow(VerifierAction.deleteRuntimePolicy, "admin").pipe(Effect.zipRight(answer("runtimeOther")(policies.deleteRuntime(path.name))))
     return handlers
-      .handle("list", () => allow(VerifierAction.listRuntimePolicies, "admin").pipe(Effect.zipRight(answer("runtimeOther")(policies.listRuntime()))))
+      .handle("list", () => allow(VerifierAction.listRuntimePolicies, "admin").pipe(Effect.zipRight(answerRead("runtimeOther")(policies.listRuntime()))))
       .handle("show", ({ path }) =>
-        allow(VerifierAction.readRuntimePolicy, "admin").pipe(Effect.zipRight(answer("runtimeOther")(policies.getRuntime(path.name)))))
+        allow(VerifierAction.readRuntimePolicy, "admin").pipe(Effect.zipRight(answerRead("runtimeOther")(policies.getRuntime(path.name)))))
       .handleRaw("add", ({ path, request }) =>
         allow(VerifierAction.createRuntimePolicy, "admin").pipe(
           Effect.zipRight(jsonBody(request)),
@@ -129,8 +143,8 @@ export const VerifierMbPoliciesHttpLive = HttpApiBuilder.group(VerifierApi, "mbp
   Effect.gen(function*() {
     const policies = yield* Policies
     return handlers
-      .handle("list", () => allow(VerifierAction.listMbPolicies, "admin").pipe(Effect.zipRight(answer("mbOther")(policies.listMb()))))
-      .handle("show", ({ path }) => allow(VerifierAction.readMbPolicy, "admin").pipe(Effect.zipRight(answer("mbOther")(policies.getMb(path.name)))))
+      .handle("list", () => allow(VerifierAction.listMbPolicies, "admin").pipe(Effect.zipRight(answerRead("mbOther")(policies.listMb()))))
+      .handle("show", ({ path }) => allow(VerifierAction.readMbPolicy, "admin").pipe(Effect.zipRight(answerRead("mbOther")(policies.getMb(path.name)))))
       .handleRaw("add", ({ path, request }) =>
         allow(VerifierAction.createMbPolicy, "admin").pipe(
           Effect.zipRight(jsonBody(request)),

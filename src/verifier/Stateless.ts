@@ -5,10 +5,11 @@
  * measured-boot policy by `measured_boot_policy_name`, the VCEKs of `snp_vcek_dir` and the VCEK
  * chain cache. A setting that cannot be used stops start-up naming the option.
  */
-import { Clock, Context, Data, Effect, Either, Option } from "effect"
+import { Clock, Context, Data, Effect, Either, Option, Schedule } from "effect"
 import type { VerifyIdentityQuery, VerifyIdentityResult } from "../../schemas/Evidence.js"
 import { builtinMbPolicies, MbPolicyRegistry } from "../boot/policy.js"
 import { VerifierConfig } from "../config/services.js"
+import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../db/transient.js"
 import type { ApiVersion } from "../http/versions.js"
 import { amdRoots, loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../tee/index.js"
 import { recordAttestation } from "../ops/metrics.js"
@@ -69,7 +70,12 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
     /** GET verify/identity: the first missing parameter, an unknown agent, or the verdict. */
     const identity = Effect.fn("StatelessChecks.identity")(function*(query: VerifyIdentityQuery) {
       const req = yield* parseIdentityQuery(query)
-      const row = yield* agents.find(req.agent_uuid)
+      // a lost connection is tried once more (then the HTTP layer answers 503)
+      const row = yield* Effect.retry(agents.find(req.agent_uuid), {
+        schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY),
+        times: 1,
+        while: (e) => isTransientSqlError(e.cause)
+      })
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId: req.agent_uuid })
       const ak = fromBase64(row.value.ak_tpm) ?? new Uint8Array(0)
       const result: VerifyIdentityResult = verifyIdentity(ak, req)

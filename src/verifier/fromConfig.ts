@@ -10,7 +10,8 @@ import { MetricsServer } from "../../layers/Metrics.js"
 import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
-import type { VerifierOptions } from "../config/sections.js"
+import { sectionDefaults } from "../config/load.js"
+import { type VerifierOptions, verifierSection } from "../config/sections.js"
 import { EarIssuer } from "./earIssuer.js"
 import { PollerControl } from "./PollerControl.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
@@ -18,6 +19,9 @@ import { AgentRepo } from "./repo/AgentRepo.js"
 import { NotificationOutbox } from "./repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+
+/** A `[verifier]` section from defaults and the options given (for embedding without a config file). */
+export const verifierOptions = (overrides: Partial<VerifierOptions> = {}): VerifierOptions => sectionDefaults(verifierSection, overrides)
 
 export const verifierServerOptions = (c: VerifierOptions): VerifierServerOptions => ({
   host: c.ip,

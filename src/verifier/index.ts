@@ -3,7 +3,10 @@
  * evidence (quote, PCR 16 binding, tpm_policy, IMA from the stored offset, measured boot) for the
  * pull loop, push attestations and verify/evidence; `verifyEvidenceRequest` and `verifyIdentity`
  * are the request logic of the two stateless endpoints. `Verifier(section, poller?)` is the whole
- * verifier (HTTPS API, database, TLS, metrics listener) as a Layer; `VerifierApi` its HttpApi for clients.
+ * verifier (HTTPS API, database, TLS, metrics listener) as a Layer, `verifierOptions({...})` a section
+ * from defaults, `VerifierApi` its HttpApi for clients:
+ *
+ *   Layer.launch(Verifier(verifierOptions({ port: 8881, tls_dir: "generate", ca_dir: "/var/lib/attest/cv_ca" })))
  */
 export * from "./evaluate/index.js"
 export * from "./evidenceRequest.js"
@@ -14,5 +17,5 @@ export * from "./verifyIdentity.js"
 // --- the verifier as a service another Effect app can embed -----------------------------------
 export { VerifierApi, VERIFIER_UNVERSIONED } from "./Api.js"
 export { VerifierDomainLive, VerifierServerLive, type VerifierServerOptions } from "./Server.js"
-export { VerifierFromConfig as Verifier, verifierServerOptions } from "./fromConfig.js"
+export { VerifierFromConfig as Verifier, verifierOptions, verifierServerOptions } from "./fromConfig.js"
 export { PollerControl, type PollerControlShape } from "./PollerControl.js"

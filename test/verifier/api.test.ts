@@ -101,6 +101,10 @@ for (const [backend, available] of backends) {
         expect(yield* client.allowlists.list()).toEqual({ "runtimepolicy names": [A, "rt1"] })
         yield* client.allowlists.remove({ path: { name: "rt1" } })
         expect(yield* client.agents.remove({ path: { agent_id: A } })).toBe("deleted")
+        // an agent another process polls: 202, decoded as "terminating"
+        const B = "d432fbb3-d2f1-4a97-9ef7-75bd81c00012"
+        yield* client.agents.add({ path: { agent_id: B }, payload: validBody() as unknown as AgentCreateRequest })
+        expect(yield* client.agents.remove({ path: { agent_id: B } })).toBe("terminating")
         const missing = yield* Effect.flip(client.agents.show({ path: { agent_id: A } }))
         expect(missing).toMatchObject({ _tag: "NotFound", message: "agent id not found" })
       }).pipe(Effect.provide(HttpsClientLayer(pki.clients.admin))))

@@ -10,22 +10,20 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
-import { sectionDefaults } from "../../src/config/load.js"
-import { verifierSection } from "../../src/config/sections.js"
 import { rawRequest } from "../../src/http/client.js"
 import { CA_FILES } from "../../src/pki/layout.js"
-import { VerifierFromConfig } from "../../src/verifier/fromConfig.js"
+import { Verifier, verifierOptions } from "../../src/verifier/index.js"
 import { PollerControl } from "../../src/verifier/PollerControl.js"
 import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
 import { validBody } from "./support.js"
 
-describe("VerifierFromConfig", () => {
+describe("Verifier (VerifierFromConfig), as attest/verifier exports it", () => {
   it.scopedLive("serves the section's verifier and hands the poller the repositories it needs", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "attest-verifier-config-"))
       yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
       const caDir = join(dir, "cv_ca")
-      const section = sectionDefaults(verifierSection, { port: 0, tls_dir: "generate", ca_dir: caDir, data_dir: join(dir, "data"), metrics_port: 0 })
+      const section = verifierOptions({ port: 0, tls_dir: "generate", ca_dir: caDir, data_dir: join(dir, "data"), metrics_port: 0 })
       const seen: Array<string> = []
       // a poller that reads the agent's row when told to start, as the pull loop does
       const poller = Layer.effect(
@@ -37,7 +35,7 @@ describe("VerifierFromConfig", () => {
           isOwned: () => Effect.succeed(true)
         }))
       )
-      const ctx = yield* Layer.build(VerifierFromConfig(section, poller))
+      const ctx = yield* Layer.build(Verifier(section, poller))
       const url = Context.get(ctx, BoundListeners).get("verifier")!.url
       const tls = {
         ca: readFileSync(join(caDir, CA_FILES.caCert), "utf8"),

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL going away under a running verifier, against a real PostgreSQL behind a TCP proxy:
- * while the database is unreachable every request that needs it is answered 503 with Retry-After
+ * a read whose pooled connection dies is tried once more and succeeds; while the database is unreachable every request that needs it is answered 503 with Retry-After
  * and the verifier's text (never 500), the public checks that need no database still answer, and
  * the verifier serves again, nothing lost, as soon as the database is back.
  */
@@ -33,6 +33,11 @@ describe.skipIf(!pgOk)("verifier when PostgreSQL goes away", () => {
       const v = yield* startVerifier({ pki, db: { ...db, database_url: withSearchPath(viaProxy.toString(), schema) } })
       const call = (method: string, path: string, json?: unknown) => vcall(pki, v, { method, path, ...(json === undefined ? {} : { json }) })
       expect((yield* call("POST", `/v2.6/agents/${ID}`, validBody())).status).toBe(200)
+
+      // the pooled connection dies under a read: tried once more on a new connection
+      proxy.failNextWrite()
+      const afterCut = yield* call("GET", `/v2.6/agents/${ID}`)
+      expect([afterCut.status, summary(afterCut).text]).toEqual([200, "Success"])
 
       proxy.refuse()
       for (const [method, path, json] of [
