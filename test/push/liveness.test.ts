@@ -108,4 +108,24 @@ describe("push liveness and time", () => {
         expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.1.1" })).agent_id).toEqual(AGENT)
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-sessions"))), 60_000)
+
+  it.scoped("a verification still running answers 503 verification_in_progress with the seconds left, then lets the agent in", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        const repo = yield* PushRepo
+        // an attestation whose evidence was taken and whose verdict is not in yet
+        yield* repo.ensurePushAgent(AGENT, 0)
+        yield* repo.reserveIndex(AGENT, 0, 0)
+        yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1_800_000 })
+        yield* repo.acceptEvidence(AGENT, 0, "[]", 0)
+        const sim = yield* SimAgent
+        const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
+        const busy = yield* Effect.flip((yield* Attestations).create(AGENT, caps))
+        expect(busy).toMatchObject({ _tag: "VerificationInProgress", waitSeconds: 60 })
+        yield* TestClock.adjust(Duration.seconds(60))
+        expect((yield* (yield* Attestations).create(AGENT, caps)).idx).toEqual(1)
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-busy"))), 60_000)
 })
