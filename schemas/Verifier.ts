@@ -103,7 +103,8 @@ export const AgentStatus = Schema.Struct({
   has_mb_refstate: Schema.Literal(0, 1),
   has_runtime_policy: Schema.Literal(0, 1),
   ...StatusTail,
-  attestation_status: Schema.Literal("PASS", "FAIL", "PENDING"),
+  /** TIMEOUT: a push agent missed its deadline (push-model.md §2.3). */
+  attestation_status: Schema.Literal("PASS", "FAIL", "PENDING", "TIMEOUT"),
   attestation_period: Schema.String,
   maximum_attestation_interval: Schema.String
 }).annotations({ identifier: "AgentStatus" })

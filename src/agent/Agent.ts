@@ -21,7 +21,7 @@ import type { PayloadOptions } from "./payload.js"
 import { loadOrCreateNk } from "./nkStore.js"
 import { DATA_PCR, make as makeQuotes, Quotes } from "./Quotes.js"
 import { register, type RetryPolicy } from "./Registration.js"
-import { loadState, saveState } from "./state.js"
+import { establishTpmIdentity } from "./tpmIdentity.js"
 import { loadOrCreateServerTls, type ServerTls } from "./tls.js"
 
 export interface AgentOptions {
@@ -73,25 +73,11 @@ const start = (o: AgentOptions) =>
     const source = yield* MeasurementSource
     const ekAlg = o.ekAlg ?? "rsa"
     const akOptions = o.ak ?? defaultAk
-    const ekPublic = yield* tpm.ekPublic(ekAlg)
-    const ekCertificate = yield* tpm.ekCertificate(ekAlg)
-    const agentId = o.agentId === "hash_ek" ? createHash("sha256").update(ekPublic).digest("hex") : o.agentId
+    const { agentId, ekPublic, ekCertificate, ak } = yield* establishTpmIdentity({ agentId: o.agentId, dataDir: o.dataDir, ekAlg, ak: akOptions })
     // every line about this agent, at start and while serving, carries its id (several agents share
     // one process under `attest up`)
     return yield* Effect.gen(function*() {
       yield* Effect.logInfo(`agent starting: TPM ${tpm.description}, measurements from ${source.description}`)
-      // The AK survives restarts so the registrar's record stays valid.
-      const stored = yield* loadState(o.dataDir)
-      const reused = Option.isSome(stored) && stored.value.ak.ekAlg === ekAlg
-        ? yield* tpm.loadAk(stored.value.ak).pipe(
-          Effect.tapError((e) => Effect.logWarning(`stored AK does not load on this TPM (${e.message}); creating a new one`)),
-          Effect.option
-        )
-        : Option.none()
-      const ak = Option.isSome(reused) ? reused.value : yield* tpm.createAk(ekAlg, akOptions)
-      yield* Effect.logInfo(Option.isSome(reused) ? `loaded the AK from ${o.dataDir}` : `created a new AK (${ak.options.alg}, ${ak.options.scheme}, ${ak.options.hash})`)
-      yield* saveState(o.dataDir, agentId, ak.saved)
-
       // the NK survives restarts too: a verifier holding it keeps matching PCR 16 (Keylime asks for partial quotes)
       const nk = yield* loadOrCreateNk(o.dataDir)
       const keys = yield* makeKeys({ agentId, payload: o.payload, nk })

@@ -29,7 +29,8 @@ export interface RegistrationRequest {
   readonly ekPublic: Uint8Array
   readonly ekCertificate: Option.Option<Uint8Array>
   readonly ak: Ak
-  readonly mtlsCert: string
+  /** The pull agent's HTTPS certificate; null for the push agent, which listens on no port. */
+  readonly mtlsCert: string | null
   readonly contactIp: string
   readonly contactPort: number
   /** API versions this agent speaks, oldest first. */

@@ -27,6 +27,7 @@ export const rootCommand = Command.make("attest").pipe(
     (await import("./ca.js")).caCommand,
     (await import("./config.js")).configCommand,
     (await import("./agent.js")).agentCommand,
+    (await import("./push-agent.js")).pushAgentCommand,
     (await import("./up.js")).upCommand,
     (await import("./registrar.js")).registrarCommand,
     (await import("./verifier.js")).verifierCommand,

@@ -65,6 +65,16 @@ export const verifierSection = {
   require_ek_cert: boolean(true, "refuse agents whose EK certificate does not chain to ek_ca_dir"),
   snp_vcek_dir: string("", "AMD SEV-SNP VCEK certificates for TEE evidence, read once at start (empty: only VCEKs sent with the evidence)"),
   session_lifetime: seconds(180, "lifetime of push-model PoP tokens (seconds)"),
+  // --- push model (API 3.0, src/verifier/push): Keylime's names and defaults ---
+  nonce_lifetime: seconds(60, "push model: seconds a session challenge may be answered"),
+  challenge_lifetime: seconds(1800, "push model: seconds an attestation's challenge may be answered with evidence"),
+  verification_timeout: seconds(60, "push model: seconds a background verification may take (503 verification_in_progress meanwhile)"),
+  extend_token_on_attestation: boolean(true, "push model: a passed attestation extends the agent's token by session_lifetime"),
+  auto_recover_attestation_failures: boolean(false, "push model: a passed attestation clears earlier failures (else status stays FAIL until re-added)"),
+  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address may create per window", { min: 1 }),
+  session_create_rate_limit_window_ip: seconds(60, "push model: window of session_create_rate_limit_per_ip (seconds)"),
+  session_create_rate_limit_per_agent: integer(15, "push model: sessions one agent id may create per window", { min: 1 }),
+  session_create_rate_limit_window_agent: seconds(60, "push model: window of session_create_rate_limit_per_agent (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),
   enabled_revocation_notifications: literalList(["agent", "webhook"], ["agent"], "notifiers of revocation events: agent (POST to the agents), webhook (POST to webhook_url)"),
@@ -140,6 +150,12 @@ export const agentSection = {
   ima_ml_path: string("/sys/kernel/security/ima/ascii_runtime_measurements", "IMA measurement list"),
   measuredboot_ml_path: string("/sys/kernel/security/tpm0/binary_bios_measurements", "UEFI event log"),
   attestation_interval_seconds: seconds(60, "push model: seconds between attestations"),
+  verifier_tls_ca_cert: string("default", "push model: CA of the verifier's HTTPS certificate (default: ca_dir/cacert.crt)"),
+  exponential_backoff_initial_delay: integer(10_000, "push model: first retry delay after a failed attempt (milliseconds)", { min: 1 }),
+  exponential_backoff_max_delay: integer(300_000, "push model: longest retry delay (milliseconds)", { min: 1 }),
+  exponential_backoff_multiplier: integer(2, "push model: factor between consecutive retry delays", { min: 1 }),
+  exponential_backoff_max_retries: integer(5, "push model: retries of one failing step before the delay stays at its maximum", { min: 0 }),
+  exponential_backoff_jitter: boolean(false, "push model: randomise each retry delay between half and all of it"),
   // --- operations: logs, traces (src/config/operationsOptions.ts) ---
   ...observabilityOptions
 } as const satisfies SectionSpec

@@ -126,9 +126,17 @@ export const readBoundedBody = (
       ? Effect.fail(new BodyRefused({ reason: "too-deep", limit: limits.maxDepth, message: StatusText.tooDeep(limits.maxDepth) }))
       : Effect.succeed(text))
 
-/** 413 for a body over the byte limit, 400 for one nested too deep or unreadable; always the envelope. */
-export const bodyRefusedResponse = (e: BodyRefused) =>
-  e.reason === "too-large" ? envelopeResponse(413, e.message) : envelopeResponse(400, e.reason === "too-deep" ? e.message : StatusText.malformedJson(e.message))
+/** 413 for a body over the byte limit, 400 for one nested too deep or unreadable, with its text. */
+export const bodyRefusal = (e: BodyRefused): { readonly code: number; readonly text: string } =>
+  e.reason === "too-large"
+    ? { code: 413, text: e.message }
+    : { code: 400, text: e.reason === "too-deep" ? e.message : StatusText.malformedJson(e.message) }
+
+/** The refusal in the v2 envelope. */
+export const bodyRefusedResponse = (e: BodyRefused) => {
+  const r = bodyRefusal(e)
+  return envelopeResponse(r.code, r.text)
+}
 
 /**
  * The same request with its body already read: `text` (and so `json`) answer from `text` instead

@@ -6,6 +6,8 @@ import { HttpServerError, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Cause, Effect, FiberRef, Option, ParseResult } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
+import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
+import { currentFamily } from "./versions.js"
 
 export const envelopeResponse = (code: number, status: string, results: unknown = {}) =>
   HttpServerResponse.unsafeJson({ code, status, results }, { status: code })
@@ -66,25 +68,34 @@ const isTooLarge = (error: HttpServerError.RequestError): boolean =>
 export const envelopeUndeclared = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.catchAllCause(app, (cause) =>
     Effect.gen(function*() {
+      // API 3.0 requests get the same refusals as JSON:API error documents
+      const jsonApi = (yield* FiberRef.get(currentFamily)) === "v3"
+      const selfPath = yield* FiberRef.get(currentRequestPath)
+      const refuse = (code: number, text: string) =>
+        jsonApi ? jsonApiPlatformError(code, text, selfPath) : envelopeResponse(code, text)
       const failure = Cause.failureOption(cause)
       if (Option.isSome(failure)) {
         const e: unknown = failure.value
         if (e instanceof HttpApiDecodeError) {
-          return envelopeResponse(400, `Invalid request: ${describeDecodeError(e)}`)
+          return refuse(400, `Invalid request: ${describeDecodeError(e)}`)
         }
         if (HttpServerError.isServerError(e) && e._tag === "RouteNotFound") {
           const line = yield* FiberRef.get(originalRequestLine)
-          return envelopeResponse(404, StatusText.notFound(line.method, line.path))
+          return refuse(404, StatusText.notFound(line.method, line.path))
         }
       }
       const defect = decodeDefect(cause)
       if (Option.isSome(defect)) {
         if (isTooLarge(defect.value)) {
-          return envelopeResponse(413, StatusText.tooLarge(yield* FiberRef.get(currentMaxBodyBytes)))
+          return refuse(413, StatusText.tooLarge(yield* FiberRef.get(currentMaxBodyBytes)))
         }
         const inner = defect.value.cause
         const detail = inner instanceof Error ? inner.message : "the body is not JSON"
-        return envelopeResponse(400, StatusText.malformedJson(detail))
+        return refuse(400, StatusText.malformedJson(detail))
+      }
+      if (jsonApi && !Cause.isInterruptedOnly(cause)) {
+        yield* Effect.logError("unhandled request failure", cause)
+        return refuse(500, StatusText.internal)
       }
       return yield* Effect.failCause(cause)
     }))

@@ -8,11 +8,12 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
-import { bodyRefusedResponse, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
+import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
+import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
 import { recordRequestMetrics } from "./requestMetrics.js"
-import { currentApiVersion, matchVersionPrefix, type VersionSet } from "./versions.js"
+import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
 export interface PlatformOptions {
   readonly versions: VersionSet
@@ -47,11 +48,21 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
     const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const route = (request: HttpServerRequest.HttpServerRequest, rawPath: string, query: string) =>
       Effect.gen(function*() {
+        // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
+        const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
+        const match = unversioned.has(path) ? undefined : matchVersionPrefix(path, options.versions)
+        // API 3.0 answers in JSON:API, everything else in the v2 envelope
+        const jsonApi = match?._tag === "Versioned" && match.version.major >= 3
+        const refuse = (code: number, text: string) =>
+          jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text)
         // the body is read (bounded in bytes and JSON depth) before routing: nothing decodes a refused one
         let body: string | undefined
         if (hasBody(request)) {
           const read = yield* Effect.either(readBoundedBody(request, limits))
-          if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
+          if (Either.isLeft(read)) {
+            const refused = bodyRefusal(read.left)
+            return refuse(refused.code, refused.text)
+          }
           body = read.right
         }
         const withUrl = <E, R>(app: HttpApp.Default<E, R>, url: string) => {
@@ -62,12 +73,9 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
             body === undefined ? modified : withBodyText(modified, body)
           )
         }
-        // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
-        const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
-        if (unversioned.has(path)) {
+        if (match === undefined) {
           return yield* withUrl(app, path + query)
         }
-        const match = matchVersionPrefix(path, options.versions)
         switch (match._tag) {
           case "Unversioned":
             return envelopeResponse(404, StatusText.notFound(request.method, rawPath))
@@ -79,12 +87,19 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
                 options.versions.supported
               )
             )
-          case "Versioned":
-            return yield* withUrl(app, match.rest + query).pipe(
-              Effect.locally(currentApiVersion, match.version)
+          case "Versioned": {
+            // v3 routes keep a `/v3` prefix in the router (their paths overlap the v2 ones); a v2
+            // request cannot reach them through `/v2.6/v3/…`
+            const reachesV3 = match.rest === V3_ROUTE_PREFIX || match.rest.startsWith(`${V3_ROUTE_PREFIX}/`)
+            if (!jsonApi && reachesV3) return refuse(404, StatusText.notFound(request.method, rawPath))
+            const url = jsonApi ? (match.rest === "/" ? V3_ROUTE_PREFIX : V3_ROUTE_PREFIX + match.rest) : match.rest
+            return yield* withUrl(app, url + query).pipe(
+              Effect.locally(currentApiVersion, match.version),
+              Effect.locally(currentFamily, jsonApi ? "v3" : "v2")
             )
+          }
         }
-      })
+      }).pipe(Effect.locally(currentRequestPath, rawPath))
     return Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const { path, query } = splitUrl(request.url)

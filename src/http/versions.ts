@@ -37,6 +37,22 @@ export const V2_VERSIONS: VersionSet = {
   current: "2.6"
 }
 
+/** The verifier: API 2.x and the push model's 3.0 (one process serves both families). */
+export const VERIFIER_VERSIONS: VersionSet = {
+  supported: [...V2_VERSIONS.supported, "3.0"],
+  current: "2.6"
+}
+
+/**
+ * The router sees v3 routes under this prefix (their paths overlap the v2 ones: `/agents/:id` is
+ * an envelope in 2.x and a JSON:API document in 3.0); the platform adds it for `/v3[.m]/…`.
+ */
+export const V3_ROUTE_PREFIX = "/v3"
+
+/** Which wire form the current request answers in: the v2 envelope or JSON:API (API 3.0). */
+export type ApiFamily = "v2" | "v3"
+export const currentFamily: FiberRef.FiberRef<ApiFamily> = FiberRef.unsafeMake<ApiFamily>("v2")
+
 export type PrefixMatch =
   | { readonly _tag: "Versioned"; readonly version: ApiVersion; readonly rest: string }
   | { readonly _tag: "Unsupported"; readonly requested: string }

@@ -5,7 +5,7 @@
  * loop is told through `PollerControl` after the database has the change.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
 import { isAgentId } from "../../schemas/Common.js"
 import type { AnyAgentStatus, VerifierAgentBulk, VerifierAgentList } from "../../schemas/Verifier.js"
 import { VerifierConfig } from "../config/services.js"
@@ -25,6 +25,8 @@ import {
   storeError
 } from "./errors.js"
 import { PollerControl } from "./PollerControl.js"
+import { withPushStatus } from "./push/render.js"
+import { PushRepo } from "./push/repo.js"
 import { EMPTY_MB_POLICY, prepareMbPolicy } from "./policy/mbUpload.js"
 import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolicy } from "./policy/runtimeUpload.js"
 import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
@@ -44,12 +46,13 @@ const checkId = (agentId: string) =>
     : Effect.fail(new InvalidAgentId({ agentId, reason: "must be 1-255 characters of letters, digits, '-', '_' or '.'" }))
 
 export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
-  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default],
+  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
     const runtimePolicies = yield* RuntimePolicyRepo
     const mbPolicies = yield* MbPolicyRepo
+    const pushes = yield* PushRepo
     const poller = yield* PollerControl
     const config = yield* VerifierConfig
     const pull = config.mode === "pull"
@@ -151,7 +154,10 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       yield* checkId(agentId)
       const view = yield* agents.findView(agentId)
       if (Option.isNone(view)) return yield* new AgentNotFound({ agentId })
-      return renderAgentStatus(view.value, version, settings)
+      const status = renderAgentStatus(view.value, version, settings)
+      // an agent that pushes shows its push status (TIMEOUT after a missed deadline)
+      const push = yield* pushes.findPushAgent(agentId)
+      return Option.isSome(push) ? withPushStatus(status, push.value) : status
     })
 
     /** GET /agents/ (`?verifier=` filters): ids as Keylime nests them. */
@@ -224,6 +230,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       if (!REACTIVATABLE_STATES.has(before as OperationalState)) return yield* new AgentBeingDeleted({ agentId })
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.START, resetProgress: true })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
+      // a push agent: attestations accepted again (status no longer TIMEOUT), failures forgotten
+      yield* pushes.restoreAcceptance(agentId, yield* Clock.currentTimeMillis)
       if (before === OperationalState.TENANT_FAILED) {
         yield* Effect.logInfo(
           `Agent ${agentId} reactivated after stop: polling restarts (attest departs from Keylime, which keeps a stopped agent at 10)`

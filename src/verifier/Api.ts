@@ -9,6 +9,7 @@ import { HttpApi } from "@effect/platform"
 import { VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
 import { VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./api/policies.js"
 import { VerifierVerifyGroup } from "./api/verify.js"
+import { PushGroup } from "./push/Api.js"
 
 export { AgentPath, VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
 export { PolicyPath, VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./api/policies.js"
@@ -20,6 +21,8 @@ export class VerifierApi extends HttpApi.make("verifier")
   .add(VerifierAllowlistsGroup)
   .add(VerifierMbPoliciesGroup)
   .add(VerifierVerifyGroup)
+  // API 3.0 (push model): routes under /v3, answered in JSON:API
+  .add(PushGroup)
 {}
 
 /** Paths the verifier serves without a version prefix. */

@@ -11,7 +11,7 @@ import { Layer } from "effect"
 import { HttpServers } from "../../layers/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
-import { V2_VERSIONS } from "../http/versions.js"
+import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
 import { serveOpenApi } from "../ops/openapi.js"
 import { Agents } from "./Agents.js"
@@ -24,6 +24,12 @@ import {
   VerifierVersionHttpLive
 } from "./Http.js"
 import { Policies } from "./policy/Policies.js"
+import { PolicyCache } from "./policy/PolicyCache.js"
+import { PushClientIdentity } from "./push/auth.js"
+import { PushHttpLive } from "./push/Http.js"
+import { PushDomainLive } from "./push/Server.js"
+import { AgentRepo } from "./repo/AgentRepo.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { serveEarJwks } from "./earIssuer.js"
 import { StatelessChecks } from "./Stateless.js"
 
@@ -42,6 +48,15 @@ export const VERIFIER_LISTENER = "verifier"
 /** Agents, Policies and the stateless checks over the database, config and PollerControl in context. */
 export const VerifierDomainLive = Layer.mergeAll(Agents.Default, Policies.Default, StatelessChecks.Default)
 
+/**
+ * The push model's domain (sessions, attestations, deadlines) with the repositories and policy
+ * cache it stands on, and the verifier's ClientIdentity: admins by mTLS, agents by their token.
+ */
+export const PushLayers = Layer.provideMerge(
+  PushClientIdentity,
+  PushDomainLive.pipe(Layer.provide(Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PolicyCache.Default)))
+)
+
 export const VerifierServerLive = (options: VerifierServerOptions) => {
   const api = HttpApiBuilder.api(VerifierApi).pipe(
     Layer.provide([
@@ -49,13 +64,14 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
       VerifierAgentsHttpLive,
       VerifierAllowlistsHttpLive,
       VerifierMbPoliciesHttpLive,
-      VerifierVerifyHttpLive
+      VerifierVerifyHttpLive,
+      PushHttpLive
     ]),
     Layer.provide(VerifierDomainLive),
     Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
   )
   return HttpServers.layer({
-    versions: V2_VERSIONS,
+    versions: VERIFIER_VERSIONS,
     unversioned: VERIFIER_UNVERSIONED,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
@@ -64,6 +80,10 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     Layer.provide(serveOpenApi(verifierDocument)),
     Layer.provide(serveEarJwks),
     // v2 routes only: the push model's /v3 routes answer in JSON:API
-    Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3"))))
+    Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3")))),
+    // one process serves both families: API 2.x (envelope) and 3.0 (JSON:API, push agents). Given
+    // here, outermost: the handlers see the ClientIdentity of the server's context (admins by mTLS,
+    // agents by their token), which replaces any given from outside
+    Layer.provide(PushLayers)
   )
 }

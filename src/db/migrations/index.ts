@@ -11,6 +11,9 @@ import m0011 from "./0011_verifier_agents.js"
 import m0012 from "./0012_verifier_notifications.js"
 import m0017 from "./0017_verifier_last_event_message.js"
 import m0018 from "./0018_verifier_policy_facts.js"
+import m0020 from "./0020_push_agents.js"
+import m0021 from "./0021_push_sessions.js"
+import m0022 from "./0022_push_attestations.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -20,5 +23,8 @@ export const migrations = {
   "0011_verifier_agents": m0011,
   "0012_verifier_notifications": m0012,
   "0017_verifier_last_event_message": m0017,
-  "0018_verifier_policy_facts": m0018
+  "0018_verifier_policy_facts": m0018,
+  "0020_push_agents": m0020,
+  "0021_push_sessions": m0021,
+  "0022_push_attestations": m0022
 } as const

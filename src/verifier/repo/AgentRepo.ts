@@ -212,9 +212,14 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       return yield* views("list agents", verifierId === undefined ? sql`1 = 1` : sql`a.verifier_id = ${verifierId}`)
     })
 
-    /** Agents this verifier polls after a restart: its own, in START, GET_QUOTE, PROVIDE_V or their retries. */
+    /** Agents this verifier polls after a restart: its own pull agents, in START, GET_QUOTE, PROVIDE_V or their retries. */
     const activeOf = Effect.fn("AgentRepo.activeOf")(function*(verifierId: string) {
-      return yield* views("list active agents", sql`a.verifier_id = ${verifierId} AND ${sql.in("a.operational_state", active)}`)
+      // push agents (a push_agents row: they have attested by push) are never polled
+      return yield* views(
+        "list active agents",
+        sql`a.verifier_id = ${verifierId} AND ${sql.in("a.operational_state", active)}
+          AND NOT EXISTS (SELECT 1 FROM push_agents p WHERE p.agent_id = a.agent_id)`
+      )
     })
 
     /** TERMINATED agents of this verifier: their deletion was accepted (202) and is still to be done. */

@@ -1,0 +1,178 @@
+/**
+ * A fleet of push agents against one verifier: `attest verifier` runs as its own process (SQLite,
+ * generated CA, quote_interval = 2 s, both API families); N push agents run in this process, each
+ * with its own simulated TPM and machine, enrolled over v2 with a runtime policy of its IMA list.
+ * Figures: attestations/s, the verifier's CPU per attestation (from /proc: session, phase 1,
+ * phase 2 and the background verdict), evidence-to-verdict latency p50/p99 (the verifier's own
+ * evidence_received_at → verification_completed_at), the verifier's memory per agent (RSS growth
+ * over the run / N). Baseline in the same run: the evaluator alone in this process on one agent's
+ * first evidence (evaluateEvidence over its whole IMA list).
+ *
+ *   npm run bench -- push-fleet [agents] [seconds]
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option } from "effect"
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { TpmSimulator } from "../layers/TpmSimulator.js"
+import { MeasurementSource } from "../src/agent/measurements/MeasurementSource.js"
+import { establishTpmIdentity } from "../src/agent/tpmIdentity.js"
+import * as SimulatedMachine from "../src/agent/measurements/SimulatedMachine.js"
+import { rawRequest } from "../src/http/client.js"
+import { CA_FILES } from "../src/pki/layout.js"
+import { collectEvidence } from "../src/push-agent/evidence.js"
+import { runPushAgent } from "../src/push-agent/PushAgent.js"
+import { Tpm } from "../src/tpm/Tpm.js"
+import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluationState } from "../src/verifier/index.js"
+import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
+import { evidenceOf } from "../src/verifier/push/evidence.js"
+import { policyOfMachine } from "../test/push/support.js"
+import { validBody } from "../test/verifier/support.js"
+
+const AGENTS = Number(process.argv[2] ?? 20)
+const SECONDS = Number(process.argv[3] ?? 30)
+const CLOCK_TICKS_PER_S = 100
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
+}
+const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
+const b64 = (b: Uint8Array | string) => Buffer.from(b).toString("base64")
+const idOf = (i: number) => `f1ee7000-0000-4000-8000-${String(i).padStart(12, "0")}`
+
+const main = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "attest-bench-push-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  const caDir = join(dir, "cv_ca")
+  const config = join(dir, "attest.toml")
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], { stdio: ["ignore", "pipe", "inherit"] })
+  yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
+  const url = yield* Effect.async<string>((resume) => {
+    let out = ""
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString()
+      const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
+      if (m) resume(Effect.succeed(m[1]!))
+    })
+    child.once("exit", (code) => resume(Effect.dieMessage(`attest verifier exited (${code}): ${out}`)))
+  })
+  const pid = child.pid!
+  const ca = readFileSync(join(caDir, CA_FILES.caCert), "utf8")
+  const admin = { ca, cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"), key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8") }
+  const send = (method: string, path: string, body?: unknown) =>
+    rawRequest({ method, baseUrl: url, path, tls: admin, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }) }).pipe(
+      Effect.map((r) => ({ status: r.status, json: r.body === "" ? undefined : JSON.parse(r.body) })),
+      Effect.orDie
+    )
+
+  // one simulated TPM and machine per agent; the admin enrols each with its AK and its IMA list as policy
+  const rssBefore = rssKb(pid)
+  const agents = yield* Effect.forEach(Array.from({ length: AGENTS }, (_, i) => i), (i) =>
+    Effect.gen(function*() {
+      const agentId = idOf(i)
+      const ctx = yield* Layer.build(SimulatedMachine.layer({ name: `fleet-${i}` }).pipe(Layer.provideMerge(TpmSimulator.layer({}))))
+      const tpm = ctx.unsafeMap.get(Tpm.key) as Tpm["Type"]
+      const source = ctx.unsafeMap.get(MeasurementSource.key) as MeasurementSource["Type"]
+      const dataDir = join(dir, `agent-${i}`)
+      // the AK the agent will load from its data directory
+      const { ak } = yield* establishTpmIdentity({ agentId, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } }).pipe(Effect.provide(ctx))
+      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
+      const policy = policyOfMachine(list)
+      const added = yield* send("POST", `/v2.6/agents/${agentId}`, { ...validBody(), ak_tpm: b64(ak.public), runtime_policy: b64(policy), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      if (added.status !== 200) return yield* Effect.dieMessage(`enrolment of ${agentId}: ${added.status} ${JSON.stringify(added.json)}`)
+      return { agentId, ctx, tpm, source, ak, policy, dataDir }
+    }), { concurrency: 4 })
+
+  // the baseline: the evaluator alone on agent 0's first evidence
+  const a0 = agents[0]!
+  const challenge = b64(new Uint8Array(16).fill(7))
+  const requested = [
+    { evidence_class: "certification", evidence_type: "tpm_quote", chosen_parameters: { signature_scheme: "rsassa", challenge, hash_algorithm: "sha256", selected_subjects: { sha256: [10] }, certification_key: { key_class: "asymmetric", key_size: 2048, key_algorithm: "rsa" } } },
+    { evidence_class: "log", evidence_type: "ima_log", chosen_parameters: { starting_offset: 0, format: "text/plain" } }
+  ] as const
+  const collected = yield* Effect.orDie(collectEvidence(a0.tpm, { ak: a0.ak, banks: ["sha256"] }, a0.source, requested as any))
+  const built = evidenceOf(requested as any, collected, { bootTime: undefined })
+  if (built._tag === "Left") return yield* Effect.dieMessage(`baseline evidence: ${built.left.reason}`)
+  const evidence = built.right
+  const compiled = loadRuntime(a0.policy)
+  if (compiled._tag === "Left") return yield* Effect.dieMessage("policy does not load")
+  const agentPolicy = {
+    ak: a0.ak.public,
+    accept: { hash: ["sha256"], encryption: ["rsa"], signing: ["rsassa"] },
+    tpmPolicy: emptyTpmPolicy,
+    runtimePolicy: compiled.right.compiled,
+    options: { severity: defaultSeverityPolicy, measuredBootEvaluate: "once" as const, reportTomtou: false, bindNk: false, checkClock: true }
+  }
+  const check = evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
+  if (check.failures.length > 0) return yield* Effect.dieMessage(`baseline evidence fails: ${JSON.stringify(check.failures)}`)
+  for (let i = 0; i < 200; i++) evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
+  const inN = 1000
+  const inStart = performance.now()
+  for (let i = 0; i < inN; i++) evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
+  const inProcessMs = (performance.now() - inStart) / inN
+
+  // the fleet
+  const cpuBefore = cpuMs(pid)
+  const start = performance.now()
+  const fibers = yield* Effect.forEach(agents, (a) =>
+    Effect.fork(
+      runPushAgent({
+        agentId: a.agentId,
+        dataDir: a.dataDir,
+        contactIp: "127.0.0.1",
+        contactPort: 9002,
+        verifierUrl: url,
+        verifierCa: ca,
+        attestationIntervalSeconds: 2,
+        backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
+      }).pipe(Effect.provide(a.ctx), Effect.provide(NodeHttpClient.layerUndici))
+    ))
+  // the verifier's peak RSS over the run (a single reading after it is GC noise)
+  let rssPeak = rssKb(pid)
+  for (let t = 0; t < SECONDS; t++) {
+    yield* Effect.sleep(Duration.seconds(1))
+    rssPeak = Math.max(rssPeak, rssKb(pid))
+  }
+  yield* Effect.forEach(fibers, Fiber.interrupt, { discard: true })
+  yield* Effect.sleep("1 second") // the last verdicts
+  const seconds = (performance.now() - start) / 1000
+  const cpu = cpuMs(pid) - cpuBefore
+  const rssAfter = Math.max(rssPeak, rssKb(pid))
+
+  const latencies: Array<number> = []
+  let done = 0
+  let passed = 0
+  for (const a of agents) {
+    const listed = yield* send("GET", `/v3.0/agents/${a.agentId}/attestations`)
+    for (const r of listed.json.data as Array<{ attributes: Record<string, string> }>) {
+      if (r.attributes["stage"] !== "verification_complete") continue
+      done++
+      if (r.attributes["evaluation"] === "pass") passed++
+      latencies.push(Date.parse(r.attributes["verification_completed_at"]!.replace(/(\.\d{3})\d{3}/, "$1")) - Date.parse(r.attributes["evidence_received_at"]!.replace(/(\.\d{3})\d{3}/, "$1")))
+    }
+  }
+  latencies.sort((a, b) => a - b)
+  const perAttestation = cpu / Math.max(1, done)
+  console.log(`${AGENTS} push agents, quote_interval 2 s, ${seconds.toFixed(1)} s: ${done} attestations verified (${passed} pass), ${(done / seconds).toFixed(2)}/s`)
+  console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation (session share, phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
+  console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
+  console.log(`BENCH push_attestations_per_s ${(done / seconds).toFixed(2)} 1/s`)
+  console.log(`BENCH push_cpu_ms_per_attestation ${perAttestation.toFixed(2)} ms`)
+  console.log(`BENCH push_verdict_p50_ms ${percentile(latencies, 50).toFixed(0)} ms`)
+  console.log(`BENCH push_verdict_p99_ms ${percentile(latencies, 99).toFixed(0)} ms`)
+  console.log(`BENCH push_kb_per_agent ${((rssAfter - rssBefore) / AGENTS).toFixed(0)} kB`)
+  console.log(`BENCH push_evaluate_in_process_ms ${inProcessMs.toFixed(3)} ms`)
+})
+
+Effect.runPromise(Effect.scoped(main).pipe(Logger.withMinimumLogLevel(LogLevel.Error))).then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  }
+)

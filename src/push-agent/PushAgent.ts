@@ -1,0 +1,203 @@
+/**
+ * The push agent (spec §3.2; push-model.md §3): no listening port. It establishes its TPM identity
+ * and registers with the registrar exactly as the pull agent does (src/agent/tpmIdentity.ts,
+ * Registration.ts), then runs the state machine as one Effect program:
+ *
+ *   Unregistered → Registered → Negotiating → Attesting → (sleep meta.seconds_to_next_attestation) → Negotiating …
+ *   RegistrationFailed / AttestationFailed → backoff (Retry-After honoured) → retry
+ *
+ * The token comes from a PoP session (TPM2_Certify over the challenge) and is dropped on 401/403,
+ * after which the next step opens a new session. 5xx, 408 and 429 and network errors are retried
+ * with backoff; other 4xx go to AttestationFailed and are retried after the attestation interval.
+ * Only IMA entries the verifier has not seen are sent (it names the starting offset). The verifier's
+ * certificate is checked against its CA; no client certificate is presented.
+ */
+import { Clock, Duration, Effect, Option, Random, Ref } from "effect"
+import * as https from "node:https"
+import type { EvidenceRequested } from "../../schemas/Push.js"
+import { MeasurementSource } from "../agent/measurements/MeasurementSource.js"
+import { register, type RetryPolicy } from "../agent/Registration.js"
+import { establishTpmIdentity } from "../agent/tpmIdentity.js"
+import { rawRequest } from "../http/client.js"
+import { JSON_API_MEDIA_TYPE } from "../http/jsonapi.js"
+import type { AkOptions, HashAlg, KeyAlg } from "../tpm/Tpm.js"
+import { Tpm } from "../tpm/Tpm.js"
+import { type BackoffOptions, backoffDelayMs, retryAfterMs } from "./backoff.js"
+import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "./evidence.js"
+
+export interface PushAgentOptions {
+  readonly agentId: string
+  readonly dataDir: string
+  /** e.g. http://127.0.0.1:8890; unset: no registration (the agent was registered before). */
+  readonly registrarUrl?: string | undefined
+  readonly registrarRetry?: RetryPolicy
+  readonly contactIp: string
+  readonly contactPort: number
+  readonly verifierUrl: string
+  /** PEM of the CA the verifier's certificate must chain to. */
+  readonly verifierCa: string
+  readonly attestationIntervalSeconds: number
+  readonly backoff: BackoffOptions
+  readonly ekAlg?: KeyAlg
+  readonly ak?: AkOptions
+  /** PCR banks offered; default the AK's hash. */
+  readonly banks?: ReadonlyArray<HashAlg>
+  /** Cycles to run (tests, benchmarks); default forever. */
+  readonly cycles?: number
+}
+
+export interface PushAgentStats {
+  readonly accepted: number
+  readonly refused: number
+  readonly sessions: number
+  readonly lastStatus: number
+}
+
+interface Reply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly json: any
+}
+
+/** A step that did not succeed: how long to wait before the next, and whether the token must go. */
+class StepFailed {
+  constructor(readonly status: number, readonly detail: string, readonly retryAfterMs: number | undefined, readonly dropToken: boolean, readonly transient: boolean) {}
+}
+
+const defaultAk: AkOptions = { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" }
+
+export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats>) =>
+  Effect.gen(function*() {
+    const tpm = yield* Tpm
+    const source = yield* MeasurementSource
+    const identity = yield* establishTpmIdentity({ agentId: o.agentId, dataDir: o.dataDir, ekAlg: o.ekAlg ?? "rsa", ak: o.ak ?? defaultAk })
+    const agentId = identity.agentId
+    const id: PushIdentity = { ak: identity.ak, banks: o.banks ?? [identity.ak.options.hash] }
+    const counters = stats ?? (yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
+
+    if (o.registrarUrl !== undefined) {
+      yield* register({
+        registrarUrl: o.registrarUrl,
+        agentId,
+        ekPublic: identity.ekPublic,
+        ekCertificate: identity.ekCertificate,
+        ak: identity.ak,
+        mtlsCert: null,
+        contactIp: o.contactIp,
+        contactPort: o.contactPort,
+        versions: ["2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
+      }, o.registrarRetry)
+    }
+
+    const base = o.verifierUrl.replace(/\/+$/, "")
+    // one kept-alive TLS connection to the verifier: a handshake per request would cost both sides
+    const connection = yield* Effect.acquireRelease(
+      Effect.sync(() => new https.Agent({ keepAlive: true, maxSockets: 1, ca: o.verifierCa })),
+      (a) => Effect.sync(() => a.destroy())
+    )
+    const call = (method: string, path: string, body: unknown, token?: string) =>
+      rawRequest({
+        method,
+        baseUrl: base,
+        path,
+        tls: { ca: o.verifierCa },
+        agent: connection,
+        headers: {
+          "content-type": JSON_API_MEDIA_TYPE,
+          accept: JSON_API_MEDIA_TYPE,
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` })
+        },
+        body: JSON.stringify(body)
+      }).pipe(
+        Effect.timeout("30 seconds"),
+        Effect.map((r): Reply => {
+          let json: unknown
+          try {
+            json = r.body === "" ? undefined : JSON.parse(r.body)
+          } catch {
+            json = undefined
+          }
+          return { status: r.status, headers: r.headers, json }
+        }),
+        Effect.catchAll((e) => Effect.fail(new StepFailed(0, `${method} ${path}: ${"message" in e ? e.message : String(e)}`, undefined, false, true))),
+        Effect.tap((r) => Ref.update(counters, (c) => ({ ...c, lastStatus: r.status })))
+      )
+
+    const refused = (step: string, r: Reply) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const detail = r.json?.errors?.[0]?.detail ?? ""
+        return yield* Effect.fail(
+          new StepFailed(r.status, `${step} answered ${r.status}${detail === "" ? "" : `: ${detail}`}`, retryAfterMs(r.headers["retry-after"], now), r.status === 401 || r.status === 403, r.status >= 500 || r.status === 408 || r.status === 429)
+        )
+      })
+
+    const openSession = Effect.gen(function*() {
+      const created = yield* call("POST", "/v3.0/sessions", {
+        data: { type: "session", attributes: { agent_id: agentId, authentication_supported: [{ authentication_class: "pop", authentication_type: "tpm_pop" }] } }
+      })
+      if (created.status !== 200) return yield* refused("POST /sessions", created)
+      const sessionId = String(created.json.data.id)
+      const challenge = String(created.json.data.attributes.authentication_requested[0].chosen_parameters.challenge)
+      const proof = yield* popProof(tpm, id, challenge).pipe(Effect.mapError((e) => new StepFailed(0, `TPM2_Certify failed: ${e.message}`, undefined, false, true)))
+      const proved = yield* call("PATCH", `/v3.0/sessions/${sessionId}`, {
+        data: { type: "session", id: sessionId, attributes: { agent_id: agentId, authentication_provided: [{ authentication_class: "pop", authentication_type: "tpm_pop", data: proof }] } }
+      })
+      const token = proved.json?.data?.attributes?.token
+      if (proved.status !== 200 || typeof token !== "string") return yield* refused(`PATCH /sessions/${sessionId}`, proved)
+      yield* Ref.update(counters, (c) => ({ ...c, sessions: c.sessions + 1 }))
+      yield* Effect.logInfo("PoP session authenticated: bearer token obtained")
+      return token
+    })
+
+    const tokenRef = yield* Ref.make(Option.none<string>())
+    const token = Effect.flatMap(Ref.get(tokenRef), Option.match({
+      onSome: Effect.succeed,
+      onNone: () => Effect.tap(openSession, (t) => Ref.set(tokenRef, Option.some(t)))
+    }))
+
+    /** Negotiating then Attesting: the seconds the verifier asks to wait before the next cycle. */
+    const cycle = Effect.gen(function*() {
+      const t = yield* token
+      const caps = yield* capabilitiesOf(id, source).pipe(Effect.mapError((e) => new StepFailed(0, `reading measurements: ${String(e)}`, undefined, false, true)))
+      const path = `/v3.0/agents/${agentId}/attestations`
+      const created = yield* call("POST", path, { data: { type: "attestation", attributes: { evidence_supported: caps.evidenceSupported, system_info: { boot_time: caps.bootTime } } } }, t)
+      const location = created.headers["location"]
+      if (created.status !== 201 || location === undefined) return yield* refused(`POST ${path}`, created)
+      const requested = created.json.data.attributes.evidence_requested as ReadonlyArray<EvidenceRequested>
+      const evidence = yield* collectEvidence(tpm, id, source, requested).pipe(Effect.mapError((e) => new StepFailed(0, `collecting evidence: ${String(e)}`, undefined, false, true)))
+      const submitted = yield* call("PATCH", location, { data: { type: "attestation", attributes: { evidence_collected: evidence } } }, t)
+      if (submitted.status !== 202) return yield* refused(`PATCH ${location}`, submitted)
+      yield* Ref.update(counters, (c) => ({ ...c, accepted: c.accepted + 1 }))
+      const next = submitted.json?.meta?.seconds_to_next_attestation
+      yield* Effect.logDebug(`evidence accepted for ${location}`)
+      return typeof next === "number" && next >= 0 ? next : o.attestationIntervalSeconds
+    })
+
+    const failures = yield* Ref.make(0)
+    const loop = Effect.gen(function*() {
+      const outcome = yield* Effect.either(cycle)
+      if (outcome._tag === "Right") {
+        yield* Ref.set(failures, 0)
+        yield* Effect.sleep(Duration.seconds(outcome.right))
+        return
+      }
+      const e = outcome.left
+      yield* Ref.update(counters, (c) => ({ ...c, refused: c.refused + 1 }))
+      if (e.dropToken) {
+        yield* Ref.set(tokenRef, Option.none())
+        // Keylime's agent goes straight back to Negotiating after a 401: the token was the problem
+        if (e.status === 401) {
+          yield* Effect.logInfo(`${e.detail}; opening a new session`)
+          return
+        }
+      }
+      const n = yield* Ref.updateAndGet(failures, (k) => k + 1)
+      const random = yield* Random.next
+      const wait = e.retryAfterMs ?? (e.transient ? backoffDelayMs(o.backoff, n, random) : o.attestationIntervalSeconds * 1000)
+      yield* Effect.logWarning(`attestation failed (${e.detail}); retrying in ${wait} ms`)
+      yield* Effect.sleep(Duration.millis(wait))
+    })
+    yield* (o.cycles === undefined ? Effect.forever(loop) : Effect.repeatN(loop, o.cycles - 1))
+    return yield* Ref.get(counters)
+  }).pipe(Effect.scoped, Effect.annotateLogs("agent_id", o.agentId))

@@ -1,0 +1,202 @@
+/**
+ * Push attestations (spec §4.5; push-model.md §1.3-1.5, §2.1): phase 1 creates attestation
+ * <index> with the verifier's choice of evidence and a fresh challenge; phase 2 stores the
+ * evidence (stage evaluating_evidence) and returns at once, while a background fiber judges it
+ * with the one evaluator (`evaluateEvidence`) and records pass or fail with its reason, the
+ * agent's push state and its next deadline. Push agents are gated by 503 verification_in_progress
+ * and 429 premature_attestation only: a push agent whose acceptance ended may POST again to
+ * recover (Keylime's 403 agent_attestations_disabled is for pull agents).
+ */
+import * as crypto from "node:crypto"
+import { Clock, Effect, Either, FiberSet, Option, Schema } from "effect"
+import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
+import { makeFailure } from "../../../schemas/Evidence.js"
+import { VerifierConfig } from "../../config/services.js"
+import { recordAttestation } from "../../ops/metrics.js"
+import { evaluateEvidence } from "../evaluate/evaluate.js"
+import { decodeEvaluationState, encodeEvaluationState, initialEvaluationState } from "../evaluate/state.js"
+import { AgentRepo } from "../repo/AgentRepo.js"
+import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
+import {
+  AttestationNotFound,
+  ChallengesExpired,
+  CreationConflict,
+  EvidenceImmutable,
+  OldAttestation,
+  PrematureAttestation,
+  PushAgentNotFound,
+  VerificationInProgress
+} from "./errors.js"
+import { evidenceOf, failureReasonOf } from "./evidence.js"
+import { Liveness } from "./Liveness.js"
+import { negotiate } from "./negotiate.js"
+import { type AttestationRow, PushRepo } from "./repo.js"
+import { Sessions } from "./Sessions.js"
+
+/** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */
+const bootSeconds = (text: string): number | undefined => {
+  const ms = Date.parse(text)
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000)
+}
+
+const decodeRequested = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.Unknown)))
+
+export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> =>
+  decodeRequested(row.evidence_requested) as ReadonlyArray<EvidenceRequested>
+
+export class Attestations extends Effect.Service<Attestations>()("attest/verifier/push/Attestations", {
+  scoped: Effect.gen(function*() {
+    const repo = yield* PushRepo
+    const agents = yield* AgentRepo
+    const sessions = yield* Sessions
+    const liveness = yield* Liveness
+    const config = yield* VerifierConfig
+    const policies = yield* makeAgentPolicies
+    const background = yield* FiberSet.make()
+    const quoteMs = config.quote_interval * 1000
+
+    const findAgent = (agentId: string) =>
+      Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+
+    /** Phase 1. */
+    const create = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
+      const view = yield* findAgent(agentId)
+      const now = yield* Clock.currentTimeMillis
+      yield* repo.ensurePushAgent(agentId, now)
+      const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
+      const latest = yield* repo.latestAttestation(agentId)
+      if (Option.isSome(latest)) {
+        const l = latest.value
+        if (l.stage === "evaluating_evidence" && l.evidence_received_at !== null) {
+          const left = l.evidence_received_at + config.verification_timeout * 1000 - now
+          if (left > 0) return yield* new VerificationInProgress({ agentId, waitSeconds: Math.ceil(left / 1000) })
+        }
+        if (l.evidence_received_at !== null && now < l.evidence_received_at + quoteMs) {
+          return yield* new PrematureAttestation({ agentId, waitSeconds: Math.ceil((l.evidence_received_at + quoteMs - now) / 1000) })
+        }
+      }
+      // the IMA log continues where the last passed attestation of this boot left it
+      const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
+      const sameBoot = Option.isSome(latest) && latest.value.evaluation === "pass" && latest.value.boot_time === input.bootTime
+      const requested = yield* negotiate(
+        { evidenceSupported: input.evidenceSupported, challenge: crypto.randomBytes(16).toString("base64"), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
+        negotiationPolicyOf(view)
+      )
+      const index = yield* repo.reserveIndex(agentId, push.next_index, now)
+      if (Option.isNone(index)) return yield* new CreationConflict({ agentId })
+      const row = {
+        agent_id: agentId,
+        idx: index.value,
+        capabilities: JSON.stringify(input.evidenceSupported),
+        evidence_requested: JSON.stringify(requested),
+        boot_time: input.bootTime,
+        capabilities_received_at: now,
+        challenges_expire_at: now + config.challenge_lifetime * 1000
+      }
+      if (!(yield* repo.insertAttestation(row))) return yield* new CreationConflict({ agentId })
+      return {
+        ...row,
+        stage: "awaiting_evidence",
+        evaluation: "pending",
+        failure_reason: null,
+        evidence: null,
+        failures: null,
+        evidence_received_at: null,
+        verification_completed_at: null
+      } satisfies AttestationRow
+    })
+
+    /** The background judgement of attestation `idx` (also run again at start for one a stopped process left). */
+    const verify = (agentId: string, idx: number) =>
+      Effect.gen(function*() {
+        const row = yield* repo.findAttestation(agentId, idx)
+        if (Option.isNone(row) || row.value.stage !== "evaluating_evidence" || row.value.evidence === null) return
+        const collected = JSON.parse(row.value.evidence) as ReadonlyArray<EvidenceCollected>
+        const evidence = evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) })
+        const view = yield* findAgent(agentId)
+        const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
+        const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
+        const policy = yield* policies.policyOf(view)
+        const evaluation = Either.isLeft(evidence) ? undefined : evaluateEvidence(evidence.right, policy, prior)
+        const failures = evaluation?.failures ?? [makeFailure("qoute_validation.invalid_quote", "the evidence does not answer the request")]
+        const pass = failures.length === 0
+        const now = yield* Clock.currentTimeMillis
+        yield* repo.completeAttestation(agentId, idx, { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now })
+        yield* repo.recordOutcome(agentId, {
+          pass,
+          at: now,
+          deadlineAt: now + quoteMs * 5,
+          evaluationState: evaluation === undefined ? push.evaluation_state : encodeEvaluationState(evaluation.nextState),
+          clearFailures: config.auto_recover_attestation_failures
+        })
+        yield* liveness.rescheduled
+        if (pass) yield* sessions.extendOnAttestation(agentId)
+        yield* recordAttestation("push", pass, failures.map((f) => f.type))
+        yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: ${pass ? "pass" : `fail (${failureReasonOf(failures)}: ${failures.map((f) => f.type).join(", ")})`}`).pipe(
+          Effect.annotateLogs({ agent_id: agentId })
+        )
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.gen(function*() {
+            yield* Effect.logError(`push verification of agent ${agentId} attestation ${idx} failed`, cause)
+            const now = yield* Clock.currentTimeMillis
+            const f = makeFailure("push.verification_error", "the verifier could not judge the evidence")
+            yield* repo.completeAttestation(agentId, idx, { pass: false, reason: "policy_violation", failures: JSON.stringify([f]), at: now })
+          }).pipe(Effect.ignore)
+        ),
+        Effect.withSpan("Attestations.verify")
+      )
+
+    /** Phase 2: the evidence stored, the verdict left to a background fiber. */
+    const submit = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
+      yield* findAgent(agentId)
+      const latest = yield* repo.latestAttestation(agentId)
+      if (Option.isNone(latest)) return yield* new AttestationNotFound({ agentId })
+      const target = index === "latest" ? latest.value : Option.getOrUndefined(yield* repo.findAttestation(agentId, index))
+      if (target === undefined) return yield* new AttestationNotFound({ agentId, index: index as number })
+      if (target.idx !== latest.value.idx) return yield* new OldAttestation({ agentId, index: target.idx })
+      if (target.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: target.idx })
+      const now = yield* Clock.currentTimeMillis
+      if (now >= target.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: target.idx, expiredAt: target.challenges_expire_at })
+      yield* evidenceOf(requestedOf(target), collected, { bootTime: bootSeconds(target.boot_time) })
+      if (!(yield* repo.acceptEvidence(agentId, target.idx, JSON.stringify(collected), now))) {
+        return yield* new EvidenceImmutable({ agentId, index: target.idx })
+      }
+      yield* FiberSet.run(background, verify(agentId, target.idx))
+      return {
+        row: { ...target, stage: "evaluating_evidence", evidence: JSON.stringify(collected), evidence_received_at: now } satisfies AttestationRow,
+        secondsToNext: Math.max(0, Math.round((now + quoteMs - now) / 1000))
+      }
+    })
+
+    const list = Effect.fn("Attestations.list")(function*(agentId: string) {
+      yield* findAgent(agentId)
+      return yield* repo.listAttestations(agentId)
+    })
+
+    const show = Effect.fn("Attestations.show")(function*(agentId: string, index: number | "latest") {
+      yield* findAgent(agentId)
+      const row = index === "latest" ? yield* repo.latestAttestation(agentId) : yield* repo.findAttestation(agentId, index)
+      if (Option.isNone(row)) return yield* new AttestationNotFound(index === "latest" ? { agentId } : { agentId, index })
+      return row.value
+    })
+
+    /** Admin reactivation (or re-enrolment) of a push agent: attestations accepted again. */
+    const reactivate = Effect.fn("Attestations.reactivate")(function*(agentId: string) {
+      yield* findAgent(agentId)
+      const now = yield* Clock.currentTimeMillis
+      yield* repo.ensurePushAgent(agentId, now)
+      yield* repo.restoreAcceptance(agentId, now)
+      yield* Effect.logInfo(`push agent ${agentId} reactivated: attestations accepted again`)
+    })
+
+    // verifications a stopped process left half-done are judged again from their stored evidence
+    const pending = yield* Effect.orElseSucceed(repo.evaluating, () => [])
+    for (const p of pending) yield* FiberSet.run(background, verify(p.agentId, p.idx))
+
+    /** Waits until no verification runs (tests, benchmarks). */
+    const idle = FiberSet.awaitEmpty(background)
+
+    return { create, submit, list, show, reactivate, idle } as const
+  })
+}) {}

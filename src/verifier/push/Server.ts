@@ -1,0 +1,18 @@
+/**
+ * The push model's domain as one layer: sessions, attestations (with their background
+ * verifications), liveness deadlines and the store. Needs what the verifier's own services stand
+ * on: SqlClient (migrations applied), VerifierConfig, AgentRepo, the policy repositories and a
+ * PolicyCache. src/verifier/Server.ts provides it beside the v2 domain and serves PushGroup
+ * (push/Api.ts, part of VerifierApi) with PushHttpLive; PushClientIdentity (push/auth.ts) is the
+ * verifier's ClientIdentity, so agents read their v2 status with their token too.
+ */
+import { Layer } from "effect"
+import { Attestations } from "./Attestations.js"
+import { Liveness } from "./Liveness.js"
+import { PushRepo } from "./repo.js"
+import { Sessions } from "./Sessions.js"
+
+export const PushDomainLive = Attestations.Default.pipe(
+  Layer.provideMerge(Layer.mergeAll(Sessions.Default, Liveness.Default)),
+  Layer.provideMerge(PushRepo.Default)
+)

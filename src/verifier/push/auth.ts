@@ -1,0 +1,85 @@
+/**
+ * Who calls a v3 route and whether they may (spec §5.2; push-model.md §5). With an `Authorization`
+ * header the request is an agent attempt and nothing else: `Bearer <token>` of an active, unexpired
+ * session is that agent; anything else is refused 401 with Keylime's texts (never a fallback to the
+ * client certificate). Without the header the mTLS client certificate decides admin or anonymous
+ * (ClientIdentity). The AuthorizationProvider then decides by operation class; a denial is 403
+ * with the texts of spec §7.3.
+ *
+ * `PushClientIdentity` is the verifier's ClientIdentity for the v2 routes as well: its bearer
+ * check is the session store's, so an agent reads its own v2 status with its token.
+ */
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Either, Layer, Option } from "effect"
+import { adminCheck, ServerTls } from "../../../layers/Tls.js"
+import { AuthorizationProvider, type OperationClass } from "../../http/authorization.js"
+import { bearerToken, ClientIdentity, type Identity } from "../../http/identity.js"
+import { TokenRefused } from "./errors.js"
+import { Sessions } from "./Sessions.js"
+
+export const TokenText: Readonly<Record<TokenRefused["reason"], string>> = {
+  format: "Invalid Authorization header format",
+  unknown: "Invalid authentication token",
+  inactive: "Authentication session not active",
+  expired: "Authentication token expired"
+}
+
+/** A refusal of the auth layer: 401 (token) or 403 (authorization). */
+export interface AuthRefusal {
+  readonly status: 401 | 403
+  readonly detail: string
+}
+
+/** The caller of a v3 request, or the 401 its Authorization header earns. */
+export const identifyV3 = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const header = request.headers["authorization"]
+    if (header !== undefined) {
+      const m = /^Bearer (.+)$/.exec(header.trim())
+      if (m === null) return Either.left<AuthRefusal>({ status: 401, detail: TokenText.format })
+      const sessions = yield* Sessions
+      const checked = yield* Effect.either(sessions.checkToken(m[1]!))
+      return Either.isLeft(checked)
+        ? Either.left<AuthRefusal>({ status: 401, detail: TokenText[checked.left.reason] })
+        : Either.right<Identity>({ _tag: "Agent", agentId: checked.right.agent_id })
+    }
+    const identity = yield* (yield* ClientIdentity).identify(request)
+    return Either.right<Identity>(identity)
+  })
+
+/** The check a v3 handler runs first. */
+export const authorizeV3 = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const identified = yield* identifyV3(request)
+    if (Either.isLeft(identified)) return Either.left(identified.left)
+    const provider = yield* AuthorizationProvider
+    const decided = yield* Effect.either(provider.authorize({
+      action,
+      operationClass,
+      identity: identified.right,
+      ...(resourceAgentId === undefined ? {} : { resourceAgentId })
+    }))
+    return Either.isLeft(decided)
+      ? Either.left<AuthRefusal>({ status: 403, detail: decided.left.message })
+      : Either.right<Identity>(identified.right)
+  })
+
+/** ClientIdentity of the verifier: admins by mTLS (ServerTls), agents by their session token. */
+export const PushClientIdentity: Layer.Layer<ClientIdentity, never, ServerTls | Sessions> = Layer.effect(
+  ClientIdentity,
+  Effect.gen(function*() {
+    const tls = yield* ServerTls
+    const sessions = yield* Sessions
+    return ClientIdentity.make({
+      isAdmin: adminCheck(tls.trustedClientCas, tls.revocations),
+      verifyBearer: (token) =>
+        sessions.checkToken(token).pipe(
+          Effect.map((s) => Option.some(s.agent_id)),
+          Effect.catchTag("TokenRefused", () => Effect.succeed(Option.none<string>()))
+        )
+    })
+  })
+)
+
+export { bearerToken }

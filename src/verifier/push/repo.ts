@@ -1,0 +1,247 @@
+/**
+ * The push model's tables (migrations 0020-0022): sessions, per-agent push state with its stored
+ * deadline, and attestations. Times are epoch ms. Writes that race (two creations of the same
+ * index, evidence twice) are conditional and report whether they won. Same SQL on SQLite and
+ * PostgreSQL.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { DbBoolean, DbInteger } from "../../db/dialect.js"
+import { storeError } from "../errors.js"
+
+export const SessionRow = Schema.Struct({
+  session_id: Schema.String,
+  agent_id: Schema.String,
+  challenge: Schema.String,
+  created_at: DbInteger,
+  challenges_expire_at: DbInteger,
+  response_received_at: Schema.NullOr(DbInteger),
+  token_hash: Schema.NullOr(Schema.String),
+  token_expires_at: Schema.NullOr(DbInteger),
+  active: DbBoolean
+})
+export type SessionRow = typeof SessionRow.Type
+
+export const PushAgentRow = Schema.Struct({
+  agent_id: Schema.String,
+  accept_attestations: DbBoolean,
+  consecutive_failures: DbInteger,
+  attestation_count: DbInteger,
+  last_received_at: Schema.NullOr(DbInteger),
+  last_success_at: Schema.NullOr(DbInteger),
+  deadline_at: Schema.NullOr(DbInteger),
+  evaluation_state: Schema.NullOr(Schema.String),
+  next_index: DbInteger,
+  updated_at: DbInteger
+})
+export type PushAgentRow = typeof PushAgentRow.Type
+
+export const AttestationRow = Schema.Struct({
+  agent_id: Schema.String,
+  idx: DbInteger,
+  stage: Schema.Literal("awaiting_evidence", "evaluating_evidence", "verification_complete"),
+  evaluation: Schema.Literal("pending", "pass", "fail"),
+  failure_reason: Schema.NullOr(Schema.Literal("broken_evidence_chain", "policy_violation")),
+  capabilities: Schema.String,
+  evidence_requested: Schema.String,
+  evidence: Schema.NullOr(Schema.String),
+  failures: Schema.NullOr(Schema.String),
+  boot_time: Schema.String,
+  capabilities_received_at: DbInteger,
+  challenges_expire_at: DbInteger,
+  evidence_received_at: Schema.NullOr(DbInteger),
+  verification_completed_at: Schema.NullOr(DbInteger)
+})
+export type AttestationRow = typeof AttestationRow.Type
+
+export interface NewAttestation {
+  readonly agent_id: string
+  readonly idx: number
+  readonly capabilities: string
+  readonly evidence_requested: string
+  readonly boot_time: string
+  readonly capabilities_received_at: number
+  readonly challenges_expire_at: number
+}
+
+/** After a verdict: the push state of a pass or a fail (push-model.md §2.1). */
+export interface OutcomeWrite {
+  readonly pass: boolean
+  readonly at: number
+  readonly deadlineAt: number
+  readonly evaluationState: string | null
+  /** `auto_recover_attestation_failures`: a pass clears earlier failures. */
+  readonly clearFailures: boolean
+}
+
+const decodeSession = Schema.decodeUnknown(SessionRow)
+const decodePushAgent = Schema.decodeUnknown(PushAgentRow)
+const decodeAttestation = Schema.decodeUnknown(AttestationRow)
+
+export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/PushRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const one = <A>(operation: string, decode: (u: unknown) => Effect.Effect<A, unknown>) => (rows: ReadonlyArray<unknown>) =>
+      rows.length === 0 ? Effect.succeed(Option.none<A>()) : Effect.map(Effect.mapError(decode(rows[0]), storeError(operation)), Option.some)
+    const run = <A>(operation: string, e: Effect.Effect<A, unknown>) => Effect.mapError(e, storeError(operation))
+
+    // --- sessions ---
+    const insertSession = (row: Omit<SessionRow, "response_received_at" | "token_hash" | "token_expires_at" | "active">) =>
+      run("insert session", sql`INSERT INTO push_sessions ${sql.insert({ ...row, active: 0 })}`)
+    const findSession = (sessionId: string) =>
+      run("find session", sql`SELECT * FROM push_sessions WHERE session_id = ${sessionId}`).pipe(Effect.flatMap(one("find session", decodeSession)))
+    /** The proof verified: this session holds the token; every other session of the agent ends. */
+    const activateSession = (s: { readonly sessionId: string; readonly agentId: string; readonly tokenHash: string; readonly expiresAt: number; readonly at: number }) =>
+      run(
+        "activate session",
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`DELETE FROM push_sessions WHERE agent_id = ${s.agentId} AND session_id <> ${s.sessionId}`
+          yield* sql`UPDATE push_sessions SET token_hash = ${s.tokenHash}, token_expires_at = ${s.expiresAt},
+            response_received_at = ${s.at}, active = 1 WHERE session_id = ${s.sessionId}`
+        }))
+      )
+    const extendSession = (sessionId: string, expiresAt: number) =>
+      run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE session_id = ${sessionId} AND active = 1`)
+    /** A passed attestation extends the agent's active token. */
+    const extendAgentTokens = (agentId: string, expiresAt: number) =>
+      run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE agent_id = ${agentId} AND active = 1`)
+    const deleteSession = (sessionId: string) => run("delete session", sql`DELETE FROM push_sessions WHERE session_id = ${sessionId}`)
+    /** Ended sessions: tokens expired, challenges never answered and expired. */
+    const deleteExpiredSessions = (now: number) =>
+      run(
+        "delete expired sessions",
+        sql`DELETE FROM push_sessions WHERE (active = 1 AND token_expires_at < ${now}) OR (active = 0 AND challenges_expire_at < ${now})`
+      )
+
+    // --- push agent state ---
+    const findPushAgent = (agentId: string) =>
+      run("find push agent", sql`SELECT * FROM push_agents WHERE agent_id = ${agentId}`).pipe(Effect.flatMap(one("find push agent", decodePushAgent)))
+    /** The agent's push row, created (accepting, no deadline) at its first attestation. */
+    const ensurePushAgent = (agentId: string, at: number) =>
+      run(
+        "create push agent",
+        sql`INSERT INTO push_agents ${
+          sql.insert({
+            agent_id: agentId,
+            accept_attestations: 1,
+            consecutive_failures: 0,
+            attestation_count: 0,
+            last_received_at: null,
+            last_success_at: null,
+            deadline_at: null,
+            evaluation_state: null,
+            next_index: 0,
+            updated_at: at
+          })
+        } ON CONFLICT (agent_id) DO NOTHING`
+      )
+    /** Reserves the next attestation index: the one reserved, or None when a concurrent creation took it. */
+    const reserveIndex = (agentId: string, expected: number, at: number) =>
+      run(
+        "reserve attestation index",
+        sql`UPDATE push_agents SET next_index = next_index + 1, updated_at = ${at}
+          WHERE agent_id = ${agentId} AND next_index = ${expected} RETURNING next_index`
+      ).pipe(Effect.map((rows) => (rows.length === 0 ? Option.none<number>() : Option.some(expected))))
+    const recordOutcome = (agentId: string, w: OutcomeWrite) =>
+      run(
+        "record push outcome",
+        sql`UPDATE push_agents SET ${
+          sql.csv([
+            sql`accept_attestations = 1`,
+            w.pass
+              ? (w.clearFailures ? sql`consecutive_failures = 0` : sql`consecutive_failures = consecutive_failures`)
+              : sql`consecutive_failures = consecutive_failures + 1`,
+            sql`attestation_count = attestation_count + ${w.pass ? 1 : 0}`,
+            sql`last_received_at = ${w.at}`,
+            ...(w.pass ? [sql`last_success_at = ${w.at}`] : []),
+            sql`deadline_at = ${w.deadlineAt}`,
+            sql`evaluation_state = ${w.evaluationState}`,
+            sql`updated_at = ${w.at}`
+          ])
+        } WHERE agent_id = ${agentId}`
+      )
+    /** Agents whose deadline passed while accepting: acceptance ends; their ids. */
+    const expireDeadlines = (now: number) =>
+      run(
+        "expire push deadlines",
+        sql<{ agent_id: string }>`UPDATE push_agents SET accept_attestations = 0, updated_at = ${now}
+          WHERE accept_attestations = 1 AND deadline_at IS NOT NULL AND deadline_at <= ${now} RETURNING agent_id`
+      ).pipe(Effect.map((rows) => rows.map((r) => String(r.agent_id))))
+    /** The earliest deadline still pending, if any. */
+    const nextDeadline = run(
+      "next push deadline",
+      sql<{ d: unknown }>`SELECT MIN(deadline_at) AS d FROM push_agents WHERE accept_attestations = 1 AND deadline_at IS NOT NULL`
+    ).pipe(Effect.map((rows) => (rows[0]?.d === null || rows[0]?.d === undefined ? Option.none<number>() : Option.some(Number(rows[0].d)))))
+    /** Re-registration or admin reactivation: attestations accepted again, failures forgotten, no deadline until the next one. */
+    const restoreAcceptance = (agentId: string, at: number) =>
+      run(
+        "restore push acceptance",
+        sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = 0, deadline_at = NULL, updated_at = ${at}
+          WHERE agent_id = ${agentId} RETURNING agent_id`
+      ).pipe(Effect.map((rows) => rows.length > 0))
+
+    // --- attestations ---
+    const insertAttestation = (a: NewAttestation) =>
+      run(
+        "insert attestation",
+        sql`INSERT INTO push_attestations ${
+          sql.insert({ ...a, stage: "awaiting_evidence", evaluation: "pending", failure_reason: null, evidence: null, failures: null, evidence_received_at: null, verification_completed_at: null })
+        } ON CONFLICT (agent_id, idx) DO NOTHING RETURNING idx`
+      ).pipe(Effect.map((rows) => rows.length > 0))
+    const findAttestation = (agentId: string, idx: number) =>
+      run("find attestation", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} AND idx = ${idx}`).pipe(
+        Effect.flatMap(one("find attestation", decodeAttestation))
+      )
+    const latestAttestation = (agentId: string) =>
+      run("find attestation", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx DESC LIMIT 1`).pipe(
+        Effect.flatMap(one("find attestation", decodeAttestation))
+      )
+    const listAttestations = (agentId: string) =>
+      run("list attestations", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx`).pipe(
+        Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => decodeAttestation(r)), storeError("list attestations")))
+      )
+    /** Evidence accepted for verification, only while the attestation still awaits it. */
+    const acceptEvidence = (agentId: string, idx: number, evidence: string, at: number) =>
+      run(
+        "accept evidence",
+        sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${evidence}, evidence_received_at = ${at}
+          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'awaiting_evidence' RETURNING idx`
+      ).pipe(Effect.map((rows) => rows.length > 0))
+    const completeAttestation = (agentId: string, idx: number, r: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }) =>
+      run(
+        "complete attestation",
+        sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${r.pass ? "pass" : "fail"},
+          failure_reason = ${r.reason}, failures = ${r.failures}, verification_completed_at = ${r.at}
+          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'evaluating_evidence'`
+      )
+    /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
+    const evaluating = run(
+      "list evaluating attestations",
+      sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence'`
+    ).pipe(Effect.map((rows) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))))
+
+    return {
+      insertSession,
+      findSession,
+      activateSession,
+      extendSession,
+      extendAgentTokens,
+      deleteSession,
+      deleteExpiredSessions,
+      findPushAgent,
+      ensurePushAgent,
+      reserveIndex,
+      recordOutcome,
+      expireDeadlines,
+      nextDeadline,
+      restoreAcceptance,
+      insertAttestation,
+      findAttestation,
+      latestAttestation,
+      listAttestations,
+      acceptEvidence,
+      completeAttestation,
+      evaluating
+    } as const
+  })
+}) {}

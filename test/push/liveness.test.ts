@@ -1,0 +1,131 @@
+/**
+ * Time in the push model, under TestClock: the deadline fires at quote_interval * 5 and acceptance
+ * stops (status TIMEOUT), a restarted verifier applies a deadline that passed while it was down, an
+ * admin reactivation restores acceptance and the next pass keeps it; a premature attestation is
+ * refused with the seconds to wait; tokens expire after session_lifetime and a pass extends them;
+ * session creation is rate limited per agent with the seconds until the window frees.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
+import { capabilitiesOf, collectEvidence, popProof } from "../../src/push-agent/evidence.js"
+import { Agents } from "../../src/verifier/Agents.js"
+import { Attestations } from "../../src/verifier/push/Attestations.js"
+import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
+import { pushAttestationStatus } from "../../src/verifier/push/render.js"
+import { PushRepo } from "../../src/verifier/push/repo.js"
+import { PushDomainLive } from "../../src/verifier/push/Server.js"
+import { Sessions } from "../../src/verifier/push/Sessions.js"
+import { type TestBackend, testDatabase } from "../support/db.js"
+import type { DatabaseOptions } from "../../layers/Sql.js"
+import { verifierLayer } from "../verifier/support.js"
+import { enrol, SimAgent, simulatedAgent } from "./support.js"
+
+const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
+const domain = (db: DatabaseOptions) => PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 2, session_lifetime: 180 })))
+
+/** Phases 1 and 2 through the domain, then the verdict. */
+const attest = Effect.gen(function*() {
+  const sim = yield* SimAgent
+  const attestations = yield* Attestations
+  const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
+  const created = yield* attestations.create(AGENT, caps)
+  const evidence = yield* Effect.orDie(collectEvidence(sim.tpm, sim.id, sim.source, JSON.parse(created.evidence_requested)))
+  yield* attestations.submit(AGENT, created.idx, evidence)
+  yield* attestations.idle
+  return Option.getOrThrow(yield* (yield* PushRepo).findAttestation(AGENT, created.idx))
+})
+
+const pushState = Effect.flatMap(PushRepo, (r) => Effect.map(r.findPushAgent(AGENT), Option.getOrThrow))
+/** Lets the liveness fiber run after the clock moved. */
+const settle = Effect.repeatN(Effect.yieldNow(), 50)
+
+describe("push liveness and time", () => {
+  const backend: TestBackend = "sqlite"
+  it.scoped("the deadline fires at quote_interval * 5, survives a restart, and reactivation restores acceptance", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        expect((yield* attest).evaluation).toEqual("pass")
+        const early = yield* Effect.either((yield* Attestations).create(AGENT, yield* Effect.orDie(capabilitiesOf((yield* SimAgent).id, (yield* SimAgent).source))))
+        expect(Either.isLeft(early) && early.left._tag === "PrematureAttestation" ? early.left.waitSeconds : early).toEqual(2)
+        yield* TestClock.adjust(Duration.millis(9_999))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* TestClock.adjust(Duration.millis(1))
+        yield* settle
+        expect([(yield* pushState).accept_attestations, pushAttestationStatus(yield* pushState)]).toEqual([false, "TIMEOUT"])
+        // the v2 status shows it
+        const v2 = yield* (yield* Agents).show(AGENT, { major: 2, minor: 6 })
+        expect(["attestation_status" in v2 ? v2.attestation_status : undefined, v2.attestation_count]).toEqual(["TIMEOUT", 1])
+        expect(yield* (yield* AgentRepo).activeOf("default")).toEqual([])
+        // a push agent may attest again after a timeout (403 is for pull agents): a pass restores acceptance
+        expect((yield* attest).evaluation).toEqual("pass")
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+
+      // the verifier is down while the deadline passes; the next one applies it at start
+      yield* TestClock.adjust(Duration.seconds(60))
+      yield* Effect.gen(function*() {
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
+        yield* (yield* Attestations).reactivate(AGENT)
+        expect([(yield* pushState).accept_attestations, (yield* pushState).deadline_at]).toEqual([true, null])
+        // no deadline until the next attestation: time alone does not time it out again
+        yield* TestClock.adjust(Duration.seconds(600))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-liveness"))), 60_000)
+
+  it.scoped("tokens expire after session_lifetime, a pass extends them; session creation is rate limited per agent", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        const sim = yield* SimAgent
+        const sessions = yield* Sessions
+        const methods = [{ authentication_class: "pop", authentication_type: "tpm_pop" }]
+        const s = yield* sessions.create({ agentId: AGENT, methods, clientAddress: "127.0.0.1" })
+        const proof = yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge))
+        const proved = yield* sessions.prove({ sessionId: s.session_id, agentId: AGENT, proof })
+        expect(proved._tag).toEqual("Pass")
+        const token = (proved as { token: string }).token
+        yield* TestClock.adjust(Duration.seconds(179))
+        expect((yield* sessions.checkToken(token)).agent_id).toEqual(AGENT)
+        // a pass at 179 s extends the token to 179 + 180 s
+        expect((yield* attest).evaluation).toEqual("pass")
+        yield* TestClock.adjust(Duration.seconds(179))
+        expect((yield* sessions.checkToken(token)).agent_id).toEqual(AGENT)
+        yield* TestClock.adjust(Duration.seconds(1))
+        expect(yield* Effect.flip(sessions.checkToken(token))).toMatchObject({ _tag: "TokenRefused", reason: "expired" })
+
+        // 15 per agent per 60 s (14 more: one was made above, outside the window now)
+        for (let i = 0; i < 15; i++) yield* sessions.create({ agentId: AGENT, methods, clientAddress: `10.0.0.${i}` })
+        const limited = yield* Effect.flip(sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.1.1" }))
+        expect(limited).toMatchObject({ _tag: "SessionRateLimited", scope: "agent", retryAfterSeconds: 60 })
+        yield* TestClock.adjust(Duration.seconds(60))
+        expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.1.1" })).agent_id).toEqual(AGENT)
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-sessions"))), 60_000)
+
+  it.scoped("a verification still running answers 503 verification_in_progress with the seconds left, then lets the agent in", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        const repo = yield* PushRepo
+        // an attestation whose evidence was taken and whose verdict is not in yet
+        yield* repo.ensurePushAgent(AGENT, 0)
+        yield* repo.reserveIndex(AGENT, 0, 0)
+        yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1_800_000 })
+        yield* repo.acceptEvidence(AGENT, 0, "[]", 0)
+        const sim = yield* SimAgent
+        const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
+        const busy = yield* Effect.flip((yield* Attestations).create(AGENT, caps))
+        expect(busy).toMatchObject({ _tag: "VerificationInProgress", waitSeconds: 60 })
+        yield* TestClock.adjust(Duration.seconds(60))
+        expect((yield* (yield* Attestations).create(AGENT, caps)).idx).toEqual(1)
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-busy"))), 60_000)
+})

@@ -1,0 +1,84 @@
+/**
+ * The push agent program against a real registrar and the push verifier over HTTPS: it registers
+ * and activates at the registrar (the pull agent's identity and registration code), the admin
+ * enrols it at the verifier with the AK it registered, and it runs its cycles: session PoP, phase 1,
+ * evidence, sleep meta.seconds_to_next_attestation; every attestation passes. Its backoff delays
+ * follow the configuration.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import * as crypto from "node:crypto"
+import { join } from "node:path"
+import { BoundListeners } from "../../layers/HttpServers.js"
+import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
+import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
+import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
+import { trustStoreOf } from "../../src/pki/chain.js"
+import { backoffDelayMs } from "../../src/push-agent/backoff.js"
+import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
+import { RegistrarServerLive } from "../../src/registrar/Server.js"
+import { Agents } from "../../src/verifier/Agents.js"
+import { tempDir } from "../agent/support.js"
+import { makeTestPki, sqliteLayer, testServerTls } from "../registrar/harness.js"
+import { validBody } from "../verifier/support.js"
+import { b64, policyOfMachine, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
+
+const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
+const pki = makeTestPki()
+const simulatorCa = new crypto.X509Certificate(simulatorManufacturerCa().pem)
+const fastBackoff = { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+
+describe("push agent", () => {
+  it("backoff delays follow the configuration", () => {
+    const o = { initialMs: 10_000, maxMs: 300_000, multiplier: 2, maxRetries: 5, jitter: false }
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelayMs(o, n))).toEqual([10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000])
+    expect(backoffDelayMs({ ...o, jitter: true }, 2, 0)).toEqual(10_000)
+    expect(backoffDelayMs({ ...o, maxRetries: 2 }, 3)).toEqual(300_000)
+  })
+
+  it.live("registers at the registrar, attests every cycle, every attestation passes", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-push-agent-")
+      const registrar = yield* Layer.build(
+        RegistrarServerLive({ host: "127.0.0.1", port: 0, tlsPort: 0, ekTrustStore: trustStoreOf([simulatorCa]), tpmIdentity: "default" }).pipe(
+          Layer.provide(testServerTls(pki)),
+          Layer.provide(sqliteLayer(join(dir, "registrar.sqlite")))
+        )
+      )
+      const registrarUrl = Context.get(registrar, BoundListeners).get("registrar-http")!.url
+      const env = yield* PushTestEnv
+      const dataDir = join(dir, "agent")
+      // the admin's enrolment: the AK the agent registers, a runtime policy of its machine
+      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+      const source = yield* MeasurementSource
+      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+
+      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const final = yield* runPushAgent({
+        agentId: AGENT,
+        dataDir,
+        registrarUrl,
+        registrarRetry: { initialDelay: "50 millis", maxDelay: "200 millis" },
+        contactIp: "127.0.0.1",
+        contactPort: 9002,
+        verifierUrl: env.url,
+        verifierCa: env.ca,
+        attestationIntervalSeconds: 1,
+        backoff: fastBackoff,
+        cycles: 3
+      }, stats).pipe(Effect.provide(NodeHttpClient.layerUndici))
+      expect([final.accepted, final.refused, final.sessions]).toEqual([3, 0, 1])
+      yield* verdict(AGENT)
+      const listed = yield* env.request("GET", `/v3.0/agents/${AGENT}/attestations`, { admin: true })
+      expect(listed.json.data.map((a: any) => [a.attributes.stage, a.attributes.evaluation])).toEqual([
+        ["verification_complete", "pass"],
+        ["verification_complete", "pass"],
+        ["verification_complete", "pass"]
+      ])
+      // the second and third cycles sent only new entries (none): the offset moved to the end of the list
+      expect(listed.json.data[2].attributes.evidence[1].chosen_parameters.starting_offset).toBeGreaterThan(0)
+      expect(listed.json.data[2].attributes.evidence[1].data.entry_count).toEqual(0)
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent")))), 120_000)
+})

@@ -1,0 +1,44 @@
+/**
+ * The push tables on SQLite and PostgreSQL: index reservation is won once, deadlines are stored and
+ * expire acceptance, restoring acceptance clears them, and deleting the agent removes its push rows.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { Agents } from "../../src/verifier/Agents.js"
+import { PushRepo } from "../../src/verifier/push/repo.js"
+import { testDatabase } from "../support/db.js"
+import { backends, validBody, verifierLayer } from "../verifier/support.js"
+
+const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
+
+describe.each(backends)("push repo on %s", (backend, available) => {
+  it.live.skipIf(!available)("indexes, deadlines, acceptance, cascade", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        const agents = yield* Agents
+        const repo = yield* PushRepo
+        yield* agents.add(AGENT, validBody())
+        yield* repo.ensurePushAgent(AGENT, 1000)
+        yield* repo.ensurePushAgent(AGENT, 2000)
+        expect(yield* repo.reserveIndex(AGENT, 0, 1000)).toEqual(Option.some(0))
+        expect(yield* repo.reserveIndex(AGENT, 0, 1000)).toEqual(Option.none())
+        yield* repo.recordOutcome(AGENT, { pass: true, at: 5000, deadlineAt: 15_000, evaluationState: null, clearFailures: false })
+        expect(yield* repo.nextDeadline).toEqual(Option.some(15_000))
+        expect(yield* repo.expireDeadlines(14_999)).toEqual([])
+        expect(yield* repo.expireDeadlines(15_000)).toEqual([AGENT])
+        const row = yield* repo.findPushAgent(AGENT)
+        expect(Option.map(row, (r) => [r.accept_attestations, r.attestation_count, r.next_index])).toEqual(Option.some([false, 1, 1]))
+        expect(yield* repo.nextDeadline).toEqual(Option.none())
+        expect(yield* repo.restoreAcceptance(AGENT, 20_000)).toEqual(true)
+        expect(Option.map(yield* repo.findPushAgent(AGENT), (r) => [r.accept_attestations, r.deadline_at])).toEqual(Option.some([true, null]))
+        yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 })
+        expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3)).toEqual(true)
+        expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 4)).toEqual(false)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${AGENT}`
+        expect((yield* sql`SELECT agent_id FROM push_agents`).length + (yield* sql`SELECT agent_id FROM push_attestations`).length).toEqual(0)
+      }).pipe(Effect.provide(PushRepo.Default), Effect.provide(verifierLayer(db)))
+    }).pipe(Effect.scoped), 60_000)
+})

@@ -1,0 +1,64 @@
+/**
+ * A push agent on swtpm (the tpm2-tools layer: TPM2_Certify for the PoP session, TPM2_Quote over
+ * the challenge) with a simulated machine's measurements extended into swtpm, against the verifier
+ * on SQLite and PostgreSQL: its attestations pass; a file outside the policy makes the next one
+ * fail with policy_violation.
+ */
+import { NodeContext, NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { join } from "node:path"
+import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
+import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
+import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
+import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
+import { runPushAgent } from "../../src/push-agent/PushAgent.js"
+import { Agents } from "../../src/verifier/Agents.js"
+import { tempDir } from "../agent/support.js"
+import { needsSwtpm } from "../support/requirements.js"
+import { SwtpmHarness } from "../support/swtpm.js"
+import { backends, validBody } from "../verifier/support.js"
+import { b64, policyOfMachine, PushTestEnv, pushVerifier, verdict } from "./support.js"
+
+const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c000f1"
+const swtpmOk = needsSwtpm()
+
+describe.each(backends)("push agent on swtpm, verifier on %s", (backend, available) => {
+  it.live.skipIf(!available || !swtpmOk)("attests: pass, then policy_violation after tampering", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-push-swtpm-")
+      const env = yield* PushTestEnv
+      const dataDir = join(dir, "agent")
+      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+      const source = yield* MeasurementSource
+      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      const options = {
+        agentId: AGENT,
+        dataDir,
+        contactIp: "127.0.0.1",
+        contactPort: 9002,
+        verifierUrl: env.url,
+        verifierCa: env.ca,
+        attestationIntervalSeconds: 1,
+        backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+      }
+      const first = yield* runPushAgent({ ...options, cycles: 2 }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+      expect([first.accepted, first.refused]).toEqual([2, 0])
+      expect((yield* verdict(AGENT)).json.data.attributes.evaluation).toEqual("pass")
+      yield* Effect.orDie((yield* SimulatedMachine).measure("/usr/bin/evil", "not in the policy"))
+      yield* runPushAgent({ ...options, cycles: 1 }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+      const last = yield* verdict(AGENT)
+      expect([last.json.data.attributes.evaluation, last.json.data.attributes.failure_reason]).toEqual(["fail", "policy_violation"])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.merge(
+        pushVerifier(backend),
+        machineLayer({ name: "push-swtpm", files: [{ path: "/usr/bin/bash", content: "bash" }] }).pipe(
+          Layer.provideMerge(Layer.unwrapEffect(Effect.map(SwtpmHarness, (s) => Tpm2Tools.layer({ tcti: s.tcti }).pipe(Layer.provide(NodeContext.layer))))),
+          Layer.provide(SwtpmHarness.layer())
+        )
+      )),
+      Effect.orDie
+    ), 240_000)
+})
