@@ -72,25 +72,39 @@ export interface AgentArgs {
   readonly measurements: Option.Option<"system" | "simulated">
 }
 
+/**
+ * What both agents run on, from their arguments: the data directory made, the TPM layer (tpm2-tools
+ * or the simulator, stored in the data directory) and the measurement source (securityfs or a
+ * simulated machine), with the loud warnings for anything simulated.
+ */
+export const agentEnvironment = (
+  args: Pick<AgentArgs, "tpm" | "tcti" | "measurements">,
+  section: Pick<AgentSection, "ima_ml_path" | "measuredboot_ml_path">,
+  options: { readonly dataDir: string; readonly agentId: string }
+) =>
+  Effect.gen(function*() {
+    yield* Effect.try({
+      try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
+      catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
+    })
+    const measured = Option.getOrElse(args.measurements, () => (args.tpm === "simulator" ? "simulated" : "system"))
+    for (const warning of simulationWarnings(args.tpm, measured)) yield* Effect.logWarning(warning)
+    const tpmLayer = args.tpm === "simulator"
+      ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
+      : Tpm2Tools.layer(Option.match(args.tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
+    const sourceLayer = measured === "simulated"
+      ? simulatedMachine({ name: options.agentId })
+      : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
+    return { tpmLayer, sourceLayer }
+  })
+
 export const run = ({ config, measurements, tcti, tpm }: AgentArgs) =>
   Effect.gen(function*() {
     const section = yield* AgentConfig.pipe(Effect.provide(AgentConfig.layer), Effect.provide(ConfigSources.fromFile(config)))
     const say = Logging.say(section.log_format)
     yield* Effect.gen(function*() {
       const options = yield* agentOptionsFromSection(section)
-      yield* Effect.try({
-        try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
-        catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
-      })
-      const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
-      const simulated = measured === "simulated"
-      for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
-      const tpmLayer = tpm === "simulator"
-        ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
-        : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
-      const sourceLayer = simulated
-        ? simulatedMachine({ name: options.agentId })
-        : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
+      const { sourceLayer, tpmLayer } = yield* agentEnvironment({ tpm, tcti, measurements }, section, options)
       const running = agentLayer(options).pipe(
         Layer.provide(sourceLayer),
         Layer.provide(tpmLayer),

@@ -8,22 +8,25 @@ import { Command, Options } from "@effect/cli"
 import { configFileOption } from "./config.js"
 import { lazy } from "./lazy.js"
 
+/** The options both agents take: config file, TPM (tpm2-tools or simulator), TCTI, measurements. */
+export const agentOptions = {
+  config: configFileOption,
+  tpm: Options.choice("tpm", ["tpm2-tools", "simulator"]).pipe(
+    Options.withDescription("TPM to use: a real TPM (or swtpm) through tpm2-tools, or the in-memory simulator"),
+    Options.withDefault("tpm2-tools" as const)
+  ),
+  tcti: Options.text("tcti").pipe(
+    Options.withDescription("tpm2-tools TCTI, e.g. device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321"),
+    Options.optional
+  ),
+  measurements: Options.choice("measurements", ["system", "simulated"]).pipe(
+    Options.withDescription("IMA list and boot log: this machine's securityfs files, or a simulated machine extended into the TPM"),
+    Options.optional
+  )
+}
+
 export const agentCommand = Command.make(
   "agent",
-  {
-    config: configFileOption,
-    tpm: Options.choice("tpm", ["tpm2-tools", "simulator"]).pipe(
-      Options.withDescription("TPM to use: a real TPM (or swtpm) through tpm2-tools, or the in-memory simulator"),
-      Options.withDefault("tpm2-tools" as const)
-    ),
-    tcti: Options.text("tcti").pipe(
-      Options.withDescription("tpm2-tools TCTI, e.g. device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321"),
-      Options.optional
-    ),
-    measurements: Options.choice("measurements", ["system", "simulated"]).pipe(
-      Options.withDescription("IMA list and boot log: this machine's securityfs files, or a simulated machine extended into the TPM"),
-      Options.optional
-    )
-  },
+  agentOptions,
   lazy(() => import("./agent.run.js"), (m) => m.run)
 ).pipe(Command.withDescription("Run the pull-model agent: register with the registrar, then answer quote and key requests over HTTPS (port 9002)."))

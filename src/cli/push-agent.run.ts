@@ -1,18 +1,14 @@
 /** How `attest push-agent` runs: the `[agent]` section to PushAgentOptions, the TPM and measurement layers, the loop. */
-import { NodeContext, NodeHttpClient } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Console, Effect, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Logging } from "../../layers/Logging.js"
-import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
-import { layer as simulatedMachine } from "../agent/measurements/SimulatedMachine.js"
-import { layer as systemMeasurements } from "../agent/measurements/SystemMeasurements.js"
 import { AgentConfig, ConfigSources } from "../config/services.js"
 import type { AgentOptions as AgentSection } from "../config/sections.js"
 import { type PushAgentOptions, runPushAgent } from "../push-agent/PushAgent.js"
 import type { HashAlg, KeyAlg, SignScheme } from "../tpm/Tpm.js"
-import { simulationWarnings } from "./agent.run.js"
+import { agentEnvironment } from "./agent.run.js"
 
 const readPem = (file: string) =>
   Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => new Error(`cannot read ${file}: ${(e as Error).message}`) })
@@ -61,18 +57,7 @@ export const run = ({ config, measurements, tcti, tpm }: PushAgentArgs) =>
     const say = Logging.say(section.log_format)
     yield* Effect.gen(function*() {
       const options = yield* pushAgentOptionsFromSection(section)
-      yield* Effect.try({
-        try: () => fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 }),
-        catch: (e) => new Error(`cannot create the data directory ${options.dataDir}: ${(e as Error).message}`)
-      })
-      const measured = Option.getOrElse(measurements, () => (tpm === "simulator" ? "simulated" : "system"))
-      for (const warning of simulationWarnings(tpm, measured)) yield* Effect.logWarning(warning)
-      const tpmLayer = tpm === "simulator"
-        ? TpmSimulator.layer({ stateFile: path.join(options.dataDir, "simulated-tpm.json") })
-        : Tpm2Tools.layer(Option.match(tcti, { onNone: () => ({}), onSome: (t) => ({ tcti: t }) })).pipe(Layer.provide(NodeContext.layer))
-      const sourceLayer = measured === "simulated"
-        ? simulatedMachine({ name: options.agentId })
-        : systemMeasurements({ imaPath: section.ima_ml_path, bootLogPath: section.measuredboot_ml_path })
+      const { sourceLayer, tpmLayer } = yield* agentEnvironment({ tpm, tcti, measurements }, section, options)
       yield* say(`attest push-agent ${options.agentId}: pushing evidence to ${options.verifierUrl} (no listening port)`)
       yield* runPushAgent(options).pipe(
         Effect.provide(sourceLayer),

@@ -33,7 +33,7 @@ export const normalizeUrl = (flag: string, what: string): Effect.Effect<string, 
   const text = /^[a-z]+:\/\//i.test(flag) ? flag : `https://${flag}`
   try {
     const u = new URL(text)
-    if (u.protocol !== "https:") return Effect.fail(new TenantError({ message: `--${what} ${flag}: the tenant talks to the ${what} over HTTPS only (https://host:port)` }))
+    if (u.protocol !== "https:") return Effect.fail(new TenantError({ message: `--${what} ${flag}: the ${what} is reached over HTTPS only (https://host:port)` }))
     return Effect.succeed(`${u.protocol}//${u.host}`)
   } catch {
     return Effect.fail(new TenantError({ message: `--${what} ${flag}: not an address (https://host:port)` }))

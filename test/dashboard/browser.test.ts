@@ -11,8 +11,9 @@ import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as net from "node:net"
-import { type Browser, chromium, type Page } from "playwright-core"
-import { CHROMIUM_PATH, needsChromium } from "../support/requirements.js"
+import type { Browser, Page } from "playwright-core"
+import { launchChromium } from "../support/chromium.js"
+import { needsChromium } from "../support/requirements.js"
 import { makeTestPki, removePki, startFleet } from "./harness.js"
 
 const available = needsChromium()
@@ -24,11 +25,7 @@ beforeAll(async () => {
   if (!available) return
   mkdirSync(shots, { recursive: true })
   // launch() gives every run a fresh temporary profile (user-data-dir), removed at close
-  browser = await chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    timeout: 120_000
-  })
+  browser = await launchChromium()
 }, 180_000)
 afterAll(async () => {
   await browser?.close()

@@ -10,9 +10,10 @@ import { Effect } from "effect"
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { type Browser, chromium } from "playwright-core"
+import type { Browser } from "playwright-core"
 import { startAttest } from "../support/attestProcess.js"
-import { CHROMIUM_PATH, needsChromium } from "../support/requirements.js"
+import { launchChromium } from "../support/chromium.js"
+import { needsChromium } from "../support/requirements.js"
 
 const available = needsChromium()
 const shots = resolve(__dirname, "../../test-results/dashboard")
@@ -21,11 +22,7 @@ let browser: Browser | undefined
 beforeAll(async () => {
   if (!available) return
   mkdirSync(shots, { recursive: true })
-  browser = await chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    timeout: 120_000
-  })
+  browser = await launchChromium()
 }, 180_000)
 afterAll(async () => {
   await browser?.close()

@@ -16,6 +16,7 @@ import { needsSwtpm } from "../support/requirements.js"
 import { readVectorText } from "../support/vectors.js"
 import { call, makeTestPki, removePki, type Parsed, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
 import { startWireTpm } from "./wireSwtpm.js"
+import { mediaType, withoutVolatile } from "../support/wireRecords.js"
 
 interface WireRecord {
   readonly id: string
@@ -123,23 +124,6 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
   "reg-v10-list": { reason: EMPTY_BODY, text: /^API version 1\.0 is not supported/ },
   "reg-list-final": { reason: BAD_ID_REFUSED, text: /^Success$/ }
 }
-
-/** Removes RFC 6901 pointers (only the `/response/body/...` ones apply to a response). */
-const withoutVolatile = (body: unknown, pointers: ReadonlyArray<string>): unknown => {
-  const copy: unknown = body === undefined ? undefined : JSON.parse(JSON.stringify(body))
-  for (const p of pointers) {
-    if (!p.startsWith("/response/body/")) continue
-    const parts = p.slice("/response/body/".length).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-    let node: unknown = copy
-    for (let i = 0; i < parts.length - 1 && node !== null && typeof node === "object"; i++) {
-      node = (node as Record<string, unknown>)[parts[i]!]
-    }
-    if (node !== null && typeof node === "object") delete (node as Record<string, unknown>)[parts[parts.length - 1]!]
-  }
-  return copy
-}
-
-const mediaType = (ct: string | undefined) => (ct ?? "").split(";")[0]!.trim()
 
 const ok = needsSwtpm()
 const pki = makeTestPki()

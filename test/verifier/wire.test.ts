@@ -12,6 +12,7 @@ import { testDatabase } from "../support/db.js"
 import { readVectorText } from "../support/vectors.js"
 import { makeTestPki, removePki, startVerifier, vcall, type VParsed } from "./apiHarness.js"
 import { backends, owningPoller } from "./support.js"
+import { mediaType, withoutVolatile } from "../support/wireRecords.js"
 
 interface WireRecord {
   readonly id: string
@@ -32,21 +33,6 @@ const records: ReadonlyArray<WireRecord> = readVectorText("keylime-wire", "verif
   .filter((l) => l.trim().length > 0)
   .map((l) => JSON.parse(l) as WireRecord)
 
-/** Removes RFC 6901 pointers (only the `/response/body/...` ones apply to a response). */
-const withoutVolatile = (body: unknown, pointers: ReadonlyArray<string>): unknown => {
-  const copy: unknown = body === undefined ? undefined : JSON.parse(JSON.stringify(body))
-  for (const p of pointers) {
-    if (!p.startsWith("/response/body/")) continue
-    const parts = p.slice("/response/body/".length).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-    let node: unknown = copy
-    for (let i = 0; i < parts.length - 1 && node !== null && typeof node === "object"; i++) {
-      node = (node as Record<string, unknown>)[parts[i]!]
-    }
-    if (node !== null && typeof node === "object") delete (node as Record<string, unknown>)[parts[parts.length - 1]!]
-  }
-  return copy
-}
-
 /**
  * Fields attest adds to Keylime's bodies (a Keylime client ignores unknown keys): left out of
  * attest's answer before it is compared. `last_event_message`: what the last failure said.
@@ -58,8 +44,6 @@ const withoutAdditions = (body: unknown): unknown => {
   if (body === null || typeof body !== "object") return body
   return Object.fromEntries(Object.entries(body).filter(([k]) => !ATTEST_ADDITIONS.includes(k)).map(([k, v]) => [k, withoutAdditions(v)]))
 }
-
-const mediaType = (ct: string | undefined) => (ct ?? "").split(";")[0]!.trim()
 
 interface Difference {
   readonly reason: string
