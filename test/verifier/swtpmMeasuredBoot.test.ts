@@ -7,7 +7,7 @@
  */
 import { NodeContext, NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Effect, Layer, Schedule } from "effect"
 import * as crypto from "node:crypto"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,6 +16,7 @@ import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
 import { layer as agentLayer, RunningAgent } from "../../src/agent/Agent.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
 import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
+import { addOptionsFor } from "../../src/cli/up/enrol.js"
 import { writeMachinePolicies } from "../../src/cli/up/policies.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { add } from "../../src/tenant/add.js"
@@ -94,21 +95,7 @@ describe.skipIf(!swtpmOk)("an agent on swtpm attested with a measured-boot polic
         const machine = yield* SimulatedMachine
         const files = yield* writeMachinePolicies(yield* MeasurementSource, root)
         const o = captureOutput()
-        yield* add(c, o.out, {
-          agentId: AGENT,
-          ip: Option.none(),
-          port: Option.none(),
-          runtimePolicy: Option.some(files.runtimePolicy),
-          runtimePolicyName: Option.none(),
-          mbRefstate: Option.some(files.mbRefstate),
-          mbPolicyName: Option.none(),
-          tpmPolicy: Option.none(),
-          payload: Option.none(),
-          cert: Option.none(),
-          include: [],
-          revocationKey: Option.none(),
-          verify: true
-        })
+        yield* add(c, o.out, addOptionsFor(AGENT, files))
         expect(o.last().value).toMatchObject({ agent_id: AGENT, added: true, verified: true })
         const passing = yield* waitStatus(c, (s) => s.attestation_count >= 3)
         expect({ state: passing.operational_state, failure: passing.last_event_id, hash: passing.hash_alg }).toEqual({ state: 3, failure: null, hash: "sha256" })

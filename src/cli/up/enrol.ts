@@ -13,7 +13,7 @@ import { add, type AddOptions, update } from "../../tenant/add.js"
 import { stateLabel, verifierStatus } from "../../tenant/agentCommands.js"
 import type { Connections } from "../../tenant/connect.js"
 import type { Output } from "../../tenant/run.js"
-import { writeMachinePolicies } from "./policies.js"
+import { type MachinePolicyFiles, writeMachinePolicies } from "./policies.js"
 
 export interface UpAgent {
   /** The agent's number in `attest up` (1-based). */
@@ -31,6 +31,23 @@ const quiet: Output = {
   note: (line) => Effect.logInfo(line)
 }
 
+/** `attest tenant add --verify` for an agent with the policies made from its machine. */
+export const addOptionsFor = (agentId: string, files: MachinePolicyFiles): AddOptions => ({
+  agentId,
+  ip: Option.none(),
+  port: Option.none(),
+  runtimePolicy: Option.some(files.runtimePolicy),
+  runtimePolicyName: Option.none(),
+  mbRefstate: Option.some(files.mbRefstate),
+  mbPolicyName: Option.none(),
+  tpmPolicy: Option.none(),
+  payload: Option.none(),
+  cert: Option.none(),
+  include: [],
+  revocationKey: Option.none(),
+  verify: true
+})
+
 /** Enrols every agent the verifier does not hold yet; gives how many are at the verifier. */
 export const enrol = (c: Connections, agents: ReadonlyArray<UpAgent>, say: (line: string) => Effect.Effect<void>) =>
   Effect.forEach(
@@ -45,21 +62,7 @@ export const enrol = (c: Connections, agents: ReadonlyArray<UpAgent>, say: (line
           return true
         }
         const files = yield* writeMachinePolicies(a.source, a.dir)
-        const options: AddOptions = {
-          agentId: id,
-          ip: Option.none(),
-          port: Option.none(),
-          runtimePolicy: Option.some(files.runtimePolicy),
-          runtimePolicyName: Option.none(),
-          mbRefstate: Option.some(files.mbRefstate),
-          mbPolicyName: Option.none(),
-          tpmPolicy: Option.none(),
-          payload: Option.none(),
-          cert: Option.none(),
-          include: [],
-          revocationKey: Option.none(),
-          verify: true
-        }
+        const options = addOptionsFor(id, files)
         if (Option.isSome(known)) {
           yield* update(c, quiet, options)
           yield* say(`agent ${a.n}  ${id}  listens on a new port (${known.value.port} → ${port}): enrolled again`)
