@@ -7,7 +7,10 @@
  * forged quote fails with broken_evidence_chain.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
+import { keysFromJwks } from "../../src/ear/key.js"
+import { EAR_MEDIA_TYPE, verifyEar } from "../../src/ear/token.js"
+import { rawRequest } from "../../src/http/client.js"
 import { JSON_API_MEDIA_TYPE } from "../../src/http/jsonapi.js"
 import { backends } from "../verifier/support.js"
 import { attestOnce, enrol, openSession, PushTestEnv, pushVerifier, SimAgent, simulatedAgent, verdict } from "./support.js"
@@ -88,6 +91,20 @@ describe.each(backends)("push exchange on %s", (backend, available) => {
       expect(forged.submitted!.status).toEqual(202)
       const v4 = yield* verdict(AGENT)
       expect([v4.json.data.attributes.evaluation, v4.json.data.attributes.failure_reason]).toEqual(["fail", "broken_evidence_chain"])
+
+      // verdicts as signed EARs (Accept: application/eat+jwt), checked with the verifier's published JWKS
+      const keys = Either.getOrThrow(keysFromJwks((yield* rawRequest({ method: "GET", baseUrl: env.url, path: "/.well-known/ear-jwks.json", tls: { ca: env.ca } }).pipe(Effect.orDie)).body))
+      const earOf = (index: string) =>
+        rawRequest({ method: "GET", baseUrl: env.url, path: `/v3.0/agents/${AGENT}/attestations/${index}`, tls: env.admin, headers: { accept: EAR_MEDIA_TYPE } }).pipe(
+          Effect.orDie,
+          Effect.map((r) => {
+            expect([r.status, r.headers["content-type"]?.split(";")[0]]).toEqual([200, EAR_MEDIA_TYPE])
+            const claims = Either.getOrThrow(verifyEar(r.body, keys)).claims
+            return { sub: claims.sub, status: Object.values(claims.submods).map((m) => m["ear.status"]) }
+          })
+        )
+      expect(yield* earOf("0")).toEqual({ sub: AGENT, status: ["affirming"] })
+      expect(yield* earOf("latest")).toEqual({ sub: AGENT, status: ["contraindicated"] })
 
       // the list, and the agent's own status (FAIL after failures)
       const list = yield* env.request("GET", `/v3.0/agents/${AGENT}/attestations`, { admin: true })

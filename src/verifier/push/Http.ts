@@ -14,12 +14,17 @@ import { Attestations, requestedOf } from "./Attestations.js"
 import { authorizeV3 } from "./auth.js"
 import { type DocumentRefusal, readDocument, resourceError } from "./documents.js"
 import type { PushError } from "./errors.js"
-import { PushRepo } from "./repo.js"
+import { type AttestationRow, PushRepo } from "./repo.js"
 import { agentStatusDocument, attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./render.js"
 import { Sessions } from "./Sessions.js"
 import { TokenText } from "./auth.js"
 import { isoMicros } from "./time.js"
 import { VerifierApi } from "../Api.js"
+import { EarIssuer } from "../earIssuer.js"
+import { version as attestVersion } from "../../cli/version.js"
+import { fromPlainVerdict } from "../../ear/appraisal.js"
+import { EAR_MEDIA_TYPE, issueEar } from "../../ear/token.js"
+import type { Failure } from "../../../schemas/Evidence.js"
 
 const titled = (status: number, detail: string, headers: Record<string, string> = {}) =>
   Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse([{ status: String(status), title: reasonPhrase(status), detail }], path, headers))
@@ -90,6 +95,24 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
     const attestations = yield* Attestations
     const repo = yield* PushRepo
     const config = yield* VerifierConfig
+    const issuer = yield* EarIssuer
+    /** `Accept: application/eat+jwt`: the attestation's verdict as a signed EAR, once there is one. */
+    const earOf = (row: AttestationRow) =>
+      row.stage !== "verification_complete"
+        ? coded(409, "verification_pending", `Attestation ${row.idx} of agent '${row.agent_id}' has no verdict yet (${row.stage}).`)
+        : issueEar(
+          fromPlainVerdict({
+            agentId: row.agent_id,
+            valid: row.evaluation === "pass",
+            failures: row.failures === null ? [] : (JSON.parse(row.failures) as ReadonlyArray<Failure>),
+            claims: { type: "tpm" }
+          }),
+          issuer.key,
+          { verifierId: config.verifier_id, build: `attest ${attestVersion}` }
+        ).pipe(
+          Effect.map((token) => HttpServerResponse.text(token, { contentType: EAR_MEDIA_TYPE })),
+          Effect.catchAll((e) => coded(500, "ear_failed", `cannot issue an EAR: ${e.message}`))
+        )
 
     // sessions: Keylime's SessionController writes raw `{status, title, detail}` errors and accepts plain JSON too
     const sessionBody = <A, I>(schema: Schema.Schema<A, I, never>) =>
@@ -205,12 +228,13 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           const prefix = versionPrefixOf(requestPath)
           return jsonApiResponse(200, { data: rows.right.map((r) => attestationResource(r, requestedOf(r), prefix)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
         })))
-      .handleRaw("showAttestation", ({ path }) =>
+      .handleRaw("showAttestation", ({ path, request }) =>
         guarded("read_attestation", "admin", path.agent_id, Effect.gen(function*() {
           const index = indexOf(path.index)
           if (index === undefined) return yield* coded(404, "not_found", `No attestation ${path.index} exists for agent '${path.agent_id}'.`)
           const row = yield* Effect.either(attestations.show(path.agent_id, index))
           if (Either.isLeft(row)) return yield* pushErrorResponse(row.left)
+          if ((request.headers["accept"] ?? "").includes(EAR_MEDIA_TYPE)) return yield* earOf(row.right)
           const requestPath = yield* FiberRef.get(currentRequestPath)
           return jsonApiResponse(200, { data: attestationResource(row.right, requestedOf(row.right), versionPrefixOf(requestPath)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
         })))
