@@ -8,8 +8,8 @@
  * Start one per suite: manufacturing takes about a second.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { createPublicKey } from "node:crypto"
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createPublicKey, X509Certificate } from "node:crypto"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -271,4 +271,17 @@ export class SwtpmHarness extends Context.Tag("attest/test/SwtpmHarness")<SwtpmH
         (swtpm) => Effect.promise(() => swtpm.stop())
       )
     )
+}
+
+/**
+ * swtpm's own manufacturer CAs as an EK trust store: written into `<root>/tpm_cert_store` (for a
+ * tenant's or verifier's `ek_ca_dir`) and as anchors (for a registrar in the test process).
+ */
+export const swtpmEkTrust = (swtpm: Pick<Swtpm, "rootCaPem" | "issuerCaPem">, root: string) => {
+  const ekCaDir = join(root, "tpm_cert_store")
+  mkdirSync(ekCaDir, { recursive: true })
+  writeFileSync(join(ekCaDir, "swtpm-root.pem"), swtpm.rootCaPem)
+  writeFileSync(join(ekCaDir, "swtpm-issuer.pem"), swtpm.issuerCaPem)
+  const anchors = [new X509Certificate(swtpm.rootCaPem), new X509Certificate(swtpm.issuerCaPem)]
+  return { ekCaDir, anchors }
 }

@@ -7,8 +7,7 @@
 import { NodeContext, NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option } from "effect"
-import * as crypto from "node:crypto"
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
@@ -21,7 +20,7 @@ import { closeClients } from "../agent/support.js"
 import { makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { testDatabase } from "../support/db.js"
 import { needsSwtpm } from "../support/requirements.js"
-import { SwtpmHarness } from "../support/swtpm.js"
+import { SwtpmHarness, swtpmEkTrust } from "../support/swtpm.js"
 import { startVerifier } from "../verifier/apiHarness.js"
 import { recordingPoller } from "../verifier/support.js"
 import { captureOutput, deliverVTo, tenantConnections } from "./support.js"
@@ -34,11 +33,7 @@ describe.skipIf(!swtpmOk)("attest tenant add with an agent on swtpm", () => {
   const Env = Layer.unwrapScoped(Effect.gen(function*() {
     const swtpm = yield* SwtpmHarness
     const root = mkdtempSync(join(tmpdir(), "attest-tenant-swtpm-"))
-    const ekCaDir = join(root, "tpm_cert_store")
-    mkdirSync(ekCaDir)
-    writeFileSync(join(ekCaDir, "swtpm-root.pem"), swtpm.rootCaPem)
-    writeFileSync(join(ekCaDir, "swtpm-issuer.pem"), swtpm.issuerCaPem)
-    const anchors = [new crypto.X509Certificate(swtpm.rootCaPem), new crypto.X509Certificate(swtpm.issuerCaPem)]
+    const { anchors, ekCaDir } = swtpmEkTrust(swtpm, root)
     const reg = Context.get(yield* Layer.build(testRegistrarLayer({ pki, ekTrustStore: trustStoreOf(anchors, "swtpm CAs") }, sqliteLayer(join(root, "registrar.sqlite")))), TestRegistrar)
     const verifier = yield* startVerifier({ pki, db: yield* testDatabase("sqlite"), poller: recordingPoller(new Set([AGENT])).layer })
     const tpm = Tpm2Tools.layer({ tcti: swtpm.tcti }).pipe(Layer.provide(NodeContext.layer))

@@ -8,8 +8,7 @@
 import { NodeContext, NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schedule } from "effect"
-import * as crypto from "node:crypto"
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
@@ -29,7 +28,7 @@ import { closeClients } from "../agent/support.js"
 import { makeTestPki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { testDatabase } from "../support/db.js"
 import { needsSwtpm } from "../support/requirements.js"
-import { SwtpmHarness } from "../support/swtpm.js"
+import { SwtpmHarness, swtpmEkTrust } from "../support/swtpm.js"
 import { captureOutput, tenantConnections } from "../tenant/support.js"
 import { startVerifier } from "./apiHarness.js"
 
@@ -54,11 +53,7 @@ describe.skipIf(!swtpmOk)("an agent on swtpm attested with a measured-boot polic
     yield* Effect.addFinalizer(() => Effect.sync(closeClients))
     const swtpm = yield* SwtpmHarness
     const root = mkdtempSync(join(tmpdir(), "attest-verifier-swtpm-"))
-    const ekCaDir = join(root, "tpm_cert_store")
-    mkdirSync(ekCaDir)
-    writeFileSync(join(ekCaDir, "swtpm-root.pem"), swtpm.rootCaPem)
-    writeFileSync(join(ekCaDir, "swtpm-issuer.pem"), swtpm.issuerCaPem)
-    const anchors = [new crypto.X509Certificate(swtpm.rootCaPem), new crypto.X509Certificate(swtpm.issuerCaPem)]
+    const { anchors, ekCaDir } = swtpmEkTrust(swtpm, root)
     const reg = Context.get(yield* Layer.build(testRegistrarLayer({ pki, ekTrustStore: trustStoreOf(anchors, "swtpm CAs") }, sqliteLayer(join(root, "registrar.sqlite")))), TestRegistrar)
     // the verifier's own pull loop, presenting the admin client certificate to agents
     const poller = PollerLive.pipe(Layer.provide(VerifierClientTls.fromPem({ cert: pki.clients.admin.cert!, key: pki.clients.admin.key! })))
