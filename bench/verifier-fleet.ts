@@ -293,14 +293,13 @@ const program = Effect.gen(function*() {
     const repo = Context.get(ctx, AgentRepo)
     const id = fleet.agents[0]!.id
     const plan = yield* sql.unsafe(`EXPLAIN QUERY PLAN SELECT a.generation, a.operational_state, r.checksum AS rc, m.checksum AS mc FROM verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name WHERE a.agent_id = '${id}'`)
-    console.log("loopFacts plan:", JSON.stringify(plan.map((r: any) => r.detail)))
+    console.log("policy facts plan:", JSON.stringify(plan.map((r: any) => r.detail)))
     const time = (label: string, e: Effect.Effect<unknown, unknown>) =>
       Effect.gen(function*() {
         const t = cpuMs()
         for (let i = 0; i < 500; i++) yield* e
         console.log(`${label}: ${((cpuMs() - t) / 500).toFixed(3)} ms CPU`)
       })
-    yield* time("loopFacts", repo.loopFacts(id))
     yield* time("findView", repo.findView(id))
     const row = (yield* repo.find(id)).pipe(Option.getOrThrow)
     const a0 = fleet.agents[0]!

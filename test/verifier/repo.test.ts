@@ -129,6 +129,27 @@ for (const [backend, available] of backends) {
         expect(yield* repo.recordVerdict("missing", 0, verdict)).toBe(false)
       })))
 
+    it.scoped("a verdict judged against a policy that was replaced meanwhile loses, like a stale generation", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("p1")
+        const repo = yield* AgentRepo
+        const view = Option.getOrThrow(yield* repo.findView("p1"))
+        const verdict = {
+          operationalState: OperationalState.GET_QUOTE,
+          valid: true,
+          receivedAt: 1000,
+          evaluationState: null,
+          nextPollAt: 1002
+        }
+        const judgedWith = { runtime: view.runtime_policy_checksum, mb: view.mb_policy_checksum }
+        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, policyChecksums: judgedWith })).toBe(true)
+        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, receivedAt: 2000, policyChecksums: { ...judgedWith, runtime: "replaced" } }))
+          .toBe(false)
+        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, receivedAt: 3000, policyChecksums: { ...judgedWith, mb: "replaced" } }))
+          .toBe(false)
+        expect(Option.getOrThrow(yield* repo.find("p1")).last_received_quote).toEqual(1000)
+      })))
+
     it.scoped("keeps the highest severity and its event id; an invalid verdict counts no attestation", () =>
       run(Effect.gen(function*() {
         yield* addAgent("s1")

@@ -114,15 +114,8 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
 
   const fetchAndJudge = (ctx: Ctx, request: Extract<LoopEffect, { _tag: "RequestQuote" }>) =>
     Effect.gen(function*() {
-      // an admin change (generation) or a replaced policy (checksum) since the row was read
-      const facts = yield* agents.loopFacts(agentId)
-      if (Option.isNone(facts)) return { _tag: "Superseded", storedState: 8 } as LoopEvent
-      if (facts.value.generation !== ctx.generation) return { _tag: "Superseded", storedState: facts.value.operationalState } as LoopEvent
-      if (facts.value.runtimePolicyChecksum !== ctx.view.runtime_policy_checksum || facts.value.mbPolicyChecksum !== ctx.view.mb_policy_checksum) {
-        const fresh = yield* load
-        if (Option.isNone(fresh)) return { _tag: "Superseded", storedState: 8 } as LoopEvent
-        ctx.view = fresh.value
-      }
+      // no read before the quote: an admin change (generation) or a replaced policy (checksum)
+      // makes the verdict's write lose, and the loop reads the row again (Superseded → Reload)
       if (ctx.compiled === undefined || ctx.compiled.key !== policyKey(ctx.view)) {
         const compiled = yield* Effect.either(compileAgentPolicy(ctx.view, deps.settings, deps))
         if (Either.isLeft(compiled)) return { _tag: "Crashed", message: compiled.left.message } as LoopEvent
@@ -157,7 +150,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           pubkeyKnown: evaluation.nextState.nk !== null
         } as LoopEvent
       }
-    }).pipe(Effect.withSpan("verifier.cycle", { attributes: { agent_id: agentId, ima_ml_entry: request.imaEntry, partial: request.partial } }))
+    }).pipe(Effect.withSpan("verifier.cycle", { attributes: { agent_id: agentId, ima_ml_entry: request.imaEntry, partial: request.partial }, captureStackTrace: false }))
 
   const judge = (compiled: CompiledAgent, answer: IntegrityQuote, nonce: string, prior: EvaluationState) =>
     // the whole judgement (quote, PCRs, IMA, boot): evaluateEvidence is one pure call
@@ -167,7 +160,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       prior
     )).pipe(
       timeCheck("quote"),
-      Effect.withSpan("verifier.evaluate")
+      Effect.withSpan("verifier.evaluate", { captureStackTrace: false })
     )
 
   const deliverV = (ctx: Ctx) =>
@@ -211,7 +204,8 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             evaluationState: encodeEvaluationState(next),
             algorithms: next.alg.hash === "" ? undefined : { hashAlg: next.alg.hash, encAlg: next.alg.enc, signAlg: next.alg.sign },
             vDelivered: ctx.state.vDelivered,
-            nextPollAt: effect.nextPollAfter === null ? null : (yield* nowSeconds) + effect.nextPollAfter
+            nextPollAt: effect.nextPollAfter === null ? null : (yield* nowSeconds) + effect.nextPollAfter,
+            policyChecksums: { runtime: ctx.view.runtime_policy_checksum, mb: ctx.view.mb_policy_checksum }
           })
           if (!ok) return yield* superseded
           ctx.prior = next

@@ -63,6 +63,12 @@ export interface VerdictWrite {
   readonly algorithms?: { readonly hashAlg: string; readonly encAlg: string; readonly signAlg: string } | undefined
   readonly vDelivered?: boolean | undefined
   readonly nextPollAt: number | null
+  /**
+   * The checksums of the two policies the verdict was judged against: the write loses (like a
+   * changed generation) when either policy was replaced meanwhile, so a verdict never outlives
+   * its policy and the loop needs no read before each quote.
+   */
+  readonly policyChecksums?: { readonly runtime: string; readonly mb: string } | undefined
 }
 
 export interface RetryWrite {
@@ -82,14 +88,6 @@ export interface StateWrite {
   readonly vDelivered?: boolean | undefined
   readonly retryCount?: number | undefined
   readonly nextPollAt?: number | null | undefined
-}
-
-/** AgentRepo.loopFacts. */
-export interface LoopFacts {
-  readonly generation: number
-  readonly operationalState: number
-  readonly runtimePolicyChecksum: string
-  readonly mbPolicyChecksum: string
 }
 
 const decodeRow = Schema.decodeUnknown(AgentRow)
@@ -114,18 +112,20 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       "verifier_agents a JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name " +
         "JOIN verifier_mb_policies m ON m.name = a.mb_policy_name"
     )
-    // SQLite picks the primary key for `name = ?` and then reads the policy row, walking the
-    // overflow pages of its text (megabytes) to reach the checksum; the covering indexes of
-    // migration 0018 answer without the row. PostgreSQL keeps large text out of line (TOAST).
-    const factsFrom = sql.onDialectOrElse({
-      sqlite: () =>
-        sql.literal(
-          "verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
-            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
-        ),
-      orElse: () => viewFrom
-    })
     const active = [...ACTIVE_STATES]
+    // the checksums the verdict was judged against. SQLite would pick the primary key for
+    // `name = ?` and then walk the overflow pages of the policy's text (megabytes) to reach the
+    // checksum; the covering indexes of migration 0018 answer without the row. PostgreSQL keeps
+    // large text out of line (TOAST).
+    const policiesUnchanged = (c: { readonly runtime: string; readonly mb: string }) =>
+      sql.onDialectOrElse({
+        sqlite: () =>
+          sql`(SELECT checksum FROM verifier_runtime_policies INDEXED BY verifier_runtime_policy_facts WHERE name = verifier_agents.runtime_policy_name) = ${c.runtime}
+            AND (SELECT checksum FROM verifier_mb_policies INDEXED BY verifier_mb_policy_facts WHERE name = verifier_agents.mb_policy_name) = ${c.mb}`,
+        orElse: () =>
+          sql`(SELECT checksum FROM verifier_runtime_policies WHERE name = verifier_agents.runtime_policy_name) = ${c.runtime}
+            AND (SELECT checksum FROM verifier_mb_policies WHERE name = verifier_agents.mb_policy_name) = ${c.mb}`
+      })
 
     const views = (operation: string, where: Statement.Fragment) =>
       sql`SELECT ${viewColumns} FROM ${viewFrom} WHERE ${where} ORDER BY a.seq, a.agent_id`.pipe(
@@ -177,25 +177,6 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     const findView = Effect.fn("AgentRepo.findView")(function*(agentId: string) {
       const rows = yield* views("find agent", sql`a.agent_id = ${agentId}`)
       return Option.fromNullable(rows[0])
-    })
-
-    /**
-     * What a quote cycle checks before asking (one small row, no full decode): the admin
-     * generation, the state, and the checksums of the agent's two policies.
-     */
-    const loopFacts = Effect.fn("AgentRepo.loopFacts")(function*(agentId: string) {
-      const rows = yield* sql<{ generation: unknown; operational_state: unknown; rc: unknown; mc: unknown }>`SELECT a.generation,
-          a.operational_state, r.checksum AS rc, m.checksum AS mc FROM ${factsFrom} WHERE a.agent_id = ${agentId}`.pipe(
-        Effect.mapError(storeError("find agent"))
-      )
-      const r = rows[0]
-      if (r === undefined) return Option.none<LoopFacts>()
-      return Option.some<LoopFacts>({
-        generation: Number(r.generation),
-        operationalState: Number(r.operational_state),
-        runtimePolicyChecksum: String(r.rc),
-        mbPolicyChecksum: String(r.mc)
-      })
     })
 
     /** Ids in creation order, of one verifier or all. */
@@ -267,16 +248,23 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
           THEN ${event.severityLevel} ELSE severity_level END`
       ]
 
-    const conditional = (operation: string, agentId: string, generation: number, sets: ReadonlyArray<Statement.Fragment>) =>
+    const conditional = (
+      operation: string,
+      agentId: string,
+      generation: number,
+      sets: ReadonlyArray<Statement.Fragment>,
+      also: Statement.Fragment = sql`1 = 1`
+    ) =>
       Effect.flatMap(nowSeconds, (now) =>
         sql`UPDATE verifier_agents SET ${sql.csv([...sets, sql`updated_at = ${now}`])}
-          WHERE agent_id = ${agentId} AND generation = ${generation} RETURNING agent_id`.pipe(
+          WHERE agent_id = ${agentId} AND generation = ${generation} AND ${also} RETURNING agent_id`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(storeError(operation))
         ))
 
     /** After a judged quote: state, counters, timestamps, event (only increasing), evaluator state. */
-    const recordVerdict = Effect.fn("AgentRepo.recordVerdict")(function*(agentId: string, generation: number, w: VerdictWrite) {
+    // a plain function (no Effect.fn): it runs once per quote of every agent, and sql.execute is its span
+    const recordVerdict = (agentId: string, generation: number, w: VerdictWrite) => {
       const sets: Array<Statement.Fragment> = [
         sql`operational_state = ${w.operationalState}`,
         sql`attestation_count = attestation_count + ${w.valid ? 1 : 0}`,
@@ -293,8 +281,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
         sql`retry_count = 0`,
         sql`next_poll_at = ${w.nextPollAt}`
       ]
-      return yield* conditional("record verdict", agentId, generation, sets)
-    })
+      return conditional("record verdict", agentId, generation, sets, w.policyChecksums === undefined ? undefined : policiesUnchanged(w.policyChecksums))
+    }
 
     /** An unreachable agent: the retry number and when the next attempt is due. */
     const recordRetry = Effect.fn("AgentRepo.recordRetry")(function*(agentId: string, generation: number, w: RetryWrite) {
@@ -328,7 +316,6 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       insert,
       find,
       findView,
-      loopFacts,
       listIds,
       listViews,
       activeOf,

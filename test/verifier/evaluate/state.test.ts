@@ -1,6 +1,7 @@
 /** The persisted evaluation state: a JSON codec (round trip, and garbage is a typed error). */
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitrary, Either, FastCheck as fc } from "effect"
+import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
+import { EvaluationStateFromJson } from "../../../src/verifier/evaluate/state.js"
 import {
   decodeEvaluationState,
   encodeEvaluationState,
@@ -16,6 +17,16 @@ describe("EvaluationState", () => {
         // Compared as JSON text: -0 and 0 are one number on the wire.
         const json = encodeEvaluationState(s)
         expect(encodeEvaluationState(Either.getOrThrow(decodeEvaluationState(json)))).toBe(json)
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("the direct writer is the schema's encoding", () => {
+    const bySchema = Schema.encodeSync(EvaluationStateFromJson)
+    fc.assert(
+      fc.property(Arbitrary.make(EvaluationState).filter((s) => s.ima.bootTime === null || Number.isSafeInteger(s.ima.bootTime)), (s) => {
+        expect(JSON.parse(encodeEvaluationState(s))).toEqual(JSON.parse(bySchema(s)))
       }),
       { numRuns: 300 }
     )
