@@ -195,7 +195,7 @@ describe.each(backends)("v3 administration on %s", (backend, available) => {
     Effect.gen(function*() {
       const env = yield* PushTestEnv
       const root = yield* env.request("GET", "/")
-      expect([root.status, root.headers["location"]]).toEqual([302, "/v3.0/"])
+      expect([root.status, root.headers["location"]]).toEqual([307, "/v3.0/"])
       expect((yield* env.request("GET", "/v3.0/")).status).toEqual(200)
       for (const [method, path, body] of [
         ["GET", "/verify/identity", undefined],

@@ -72,5 +72,5 @@ export class V3AdminGroup extends HttpApiGroup.make("v3admin")
 
 /** `GET /`: server information is a redirect to the newest API (Keylime's, push-model.md §2.5). */
 export class ServerRootGroup extends HttpApiGroup.make("root")
-  .add(HttpApiEndpoint.get("root", "/").annotate(OpenApi.Summary, "Redirect (302) to /v3.0/, where API 3.0 answers (public)"))
+  .add(HttpApiEndpoint.get("root", "/").annotate(OpenApi.Summary, "Redirect (307) to /v3.0/, where API 3.0 answers (public)"))
 {}

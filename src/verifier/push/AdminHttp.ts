@@ -8,8 +8,10 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, FiberRef, type Schema } from "effect"
+import { StatusText } from "../../../schemas/Envelope.js"
 import { ReadCreateDocument, ReadUpdateDocument, V3Type } from "../../../schemas/V3Admin.js"
 import { VerifierConfig } from "../../config/services.js"
+import { envelopeResponse } from "../../http/envelope.js"
 import { currentRequestPath, jsonApiResponse } from "../../http/jsonapi.js"
 import { AgentAdmin } from "../AgentAdmin.js"
 import { Agents } from "../Agents.js"
@@ -159,6 +161,11 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
         guarded(VerifierAction.deleteMbPolicy, "admin", undefined, answer("uefiRefstate", policies.deleteMb(path.name), () => noContent)))
   }))
 
-/** `GET /` → 302 to `/v3.0/` (Keylime's ServerInfoController). Public. */
+/** `GET /` → 307 to `/v3.0/` with an empty text/html body, as Keylime (Tornado's redirect) answers (ver-root). Public. */
 export const ServerRootHttpLive = HttpApiBuilder.group(VerifierApi, "root", (handlers) =>
-  handlers.handleRaw("root", () => Effect.succeed(HttpServerResponse.empty({ status: 302, headers: { location: "/v3.0/" } }))))
+  handlers.handleRaw("root", () =>
+    Effect.map(FiberRef.get(currentRequestPath), (path) =>
+      // `/v2.6/` reaches this route once the platform strips its prefix: no API root there
+      path === "/"
+        ? HttpServerResponse.text("", { status: 307, contentType: "text/html; charset=UTF-8", headers: { location: "/v3.0/" } })
+        : envelopeResponse(404, StatusText.notFound("GET", path)))))
