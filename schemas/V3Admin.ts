@@ -60,9 +60,9 @@ export const AgentPatchDocument = Schema.Struct({
   data: Schema.Struct({ type: Schema.Literal(V3Type.agent), id: Schema.optional(Schema.String), attributes: AgentPatchAttributes })
 }).annotations({ identifier: "V3AgentPatchDocument" })
 
-/** The fields of an agent resource: its v2 status (API 2.6 shape), its policy names, and for a push agent its push state. */
+/** The fields of an agent resource: its v2 status (API 2.6 shape, without V), its policy names, and for a push agent its push state. */
 export const AgentAttributes = Schema.Struct({
-  ...AgentStatus.fields,
+  ...AgentStatus.omit("v").fields,
   runtime_policy_name: Schema.String,
   mb_policy_name: Schema.String,
   push: Schema.NullOr(Schema.Struct({

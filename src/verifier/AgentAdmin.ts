@@ -134,6 +134,8 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
 
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
+      // nothing to change: no write, the loop left alone
+      if (Object.keys(attributes).length === 0) return yield* record(agentId)
       const before = row.value
       if (before.operational_state === OperationalState.TERMINATED) return yield* new AgentBeingDeleted({ agentId })
       const { accept_attestations: _, ...changes } = attributes

@@ -61,7 +61,7 @@ describe.each(backends)("v3 administration on %s", (backend, available) => {
       const enrolled = yield* env.request("POST", "/v3.0/agents", { ...admin, body: agentDoc(A, pullBody()) })
       expect([enrolled.status, enrolled.headers["location"], enrolled.json.data.type, enrolled.json.data.id]).toEqual([201, `/v3.0/agents/${A}`, "agent", A])
       const a = enrolled.json.data.attributes
-      expect([a.operational_state, a.runtime_policy_name, a.mb_policy_name, a.tpm_policy, a.push, "revocation_key" in a]).toEqual([1, A, A, "{\"mask\": \"0x400\"}", null, false])
+      expect([a.operational_state, a.runtime_policy_name, a.mb_policy_name, a.tpm_policy, a.push, "revocation_key" in a, "v" in a]).toEqual([1, A, A, "{\"mask\": \"0x400\"}", null, false, false])
       expect((yield* env.request("POST", "/v3.0/agents", { ...admin, body: agentDoc(A, pullBody()) })).json.errors).toEqual([
         { status: "409", code: "conflict", detail: `Agent '${A}' already exists. Delete it or change it with PATCH.`, source: { pointer: "/data/id" } }
       ])

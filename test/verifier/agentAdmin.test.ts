@@ -31,6 +31,9 @@ for (const [backend, available] of backends) {
           yield* agents.add(ID, { ...validBody(), revocation_key: revocationKey })
           const before = Option.getOrThrow(yield* repo.find(ID))
           poller.calls.length = 0
+          // nothing to change: no write, the loop left alone
+          yield* admin.update(ID, {})
+          expect([Option.getOrThrow(yield* repo.find(ID)).generation, poller.calls]).toEqual([before.generation, []])
 
           const record = yield* admin.update(ID, { accept_tpm_signing_algs: ["rsassa"], cloudagent_ip: "10.0.0.7" })
           expect([record.view.accept_tpm_signing_algs, record.view.ip, record.view.port, record.view.tpm_policy]).toEqual([["rsassa"], "10.0.0.7", before.port, before.tpm_policy])

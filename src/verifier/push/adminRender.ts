@@ -1,6 +1,6 @@
 /**
  * API 3.0 administration resources (spec §4.4): an agent is its v2 status in the API 2.6 shape
- * (the push status overlaid for a push agent, as GET /v2.6/agents/:id shows it) plus its policy
+ * (the push status overlaid for a push agent, as GET /v2.6/agents/:id shows it; without V) plus its policy
  * names and a `push` block (null for a pull agent); an IMA policy and a UEFI reference state are
  * their v2 GET results under their names. Every resource links to itself. Pure.
  */
@@ -19,13 +19,15 @@ export const imaPolicyPath = (prefix: string, name: string) => `${prefix}/polici
 export const uefiRefstatePath = (prefix: string, name: string) => `${prefix}/refstates/uefi/${name}`
 
 export const agentResource = (r: AgentRecord, settings: RenderSettings, prefix: string) => {
-  const status = renderAgentStatus(r.view, STATUS_VERSION, settings)
   const p = r.push
+  const rendered = renderAgentStatus(r.view, STATUS_VERSION, settings)
+  // V (half of the bootstrap key) is not shown: this API has no older client to stay compatible with
+  const { v: _v, ...status } = p === undefined ? rendered : withPushStatus(rendered, p)
   return {
     type: V3Type.agent,
     id: r.view.agent_id,
     attributes: {
-      ...(p === undefined ? status : withPushStatus(status, p)),
+      ...status,
       runtime_policy_name: r.view.runtime_policy_name,
       mb_policy_name: r.view.mb_policy_name,
       push: p === undefined ? null : {
