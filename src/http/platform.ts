@@ -32,6 +32,9 @@ const splitUrl = (url: string): { readonly path: string; readonly query: string 
   return i === -1 ? { path: url, query: "" } : { path: url.slice(0, i), query: url.slice(i) }
 }
 
+/** API 3.0 paths served by the v2 routes with the v2 envelope. */
+const V3_SHARED_V2 = /^\/verify\/(?:identity|evidence)$/
+
 /** Seconds a client is asked to wait after a 503 (a database or dependency momentarily down). */
 export const RETRY_AFTER_SECONDS = 2
 
@@ -51,8 +54,10 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
         // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
         const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
         const match = unversioned.has(path) ? undefined : matchVersionPrefix(path, options.versions)
-        // API 3.0 answers in JSON:API, everything else in the v2 envelope
-        const jsonApi = match?._tag === "Versioned" && match.version.major >= 3
+        // API 3.0 answers in JSON:API, everything else in the v2 envelope; 3.0's verify/* share the
+        // v2 shapes (spec §4.4, push-model.md §1.2) and are answered by the v2 routes
+        const sharesV2 = match?._tag === "Versioned" && match.version.major >= 3 && V3_SHARED_V2.test(match.rest)
+        const jsonApi = match?._tag === "Versioned" && match.version.major >= 3 && !sharesV2
         const refuse = (code: number, text: string) =>
           jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text)
         // the body is read (bounded in bytes and JSON depth) before routing: nothing decodes a refused one

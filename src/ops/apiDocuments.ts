@@ -33,11 +33,25 @@ export const agentDocument = (): JsonObject =>
     unsupportedVersionStatus: 400
   })
 
+/** API 3.0's verify/* share the v2 shapes: the platform answers them with the v2 routes (as API 3.0). */
+const withV3Verify = (doc: JsonObject): JsonObject => {
+  const paths = doc["paths"] as JsonObject
+  for (const name of ["identity", "evidence"]) {
+    const item = structuredClone(paths[`/v{api_version}/verify/${name}`]) as JsonObject
+    for (const op of Object.values(item) as Array<JsonObject>) {
+      op["operationId"] = `${String(op["operationId"])}.v3`
+      op["parameters"] = (op["parameters"] as Array<JsonObject>).filter((p) => p["name"] !== "api_version")
+    }
+    paths[`/v3.0/verify/${name}`] = item
+  }
+  return doc
+}
+
 export const verifierDocument = (): JsonObject =>
-  openApiDocument(VerifierApi, {
+  withV3Verify(openApiDocument(VerifierApi, {
     title: "attest verifier",
     description:
-      "The verifier's HTTPS API (port 8881): agents to attest, named runtime and measured-boot policies, and the stateless verify/identity and verify/evidence checks. Admin operations need an admin client certificate (mTLS); verify/* and /version are public; an agent may read its own status. Wire-compatible with Keylime's verifier (API 2.0-2.6).",
+      "The verifier's HTTPS API (port 8881): agents to attest, named runtime and measured-boot policies, and the stateless verify/identity and verify/evidence checks. Admin operations need an admin client certificate (mTLS); verify/* and /version are public; an agent may read its own status. Wire-compatible with Keylime's verifier (API 2.0-2.6). API 3.0 (/v3.0/…, JSON:API): the push model's sessions and attestations, and the administration of agents, IMA policies and UEFI reference states; its verify/* answer as in 2.x.",
     versions: V2_VERSIONS,
     unversioned: VERIFIER_UNVERSIONED,
     servesDocument: true,
@@ -53,7 +67,7 @@ export const verifierDocument = (): JsonObject =>
         }
       }
     }
-  })
+  }))
 
 export const apiDocuments: ReadonlyArray<{ readonly name: string; readonly document: () => JsonObject }> = [
   { name: "registrar", document: registrarDocument },

@@ -3,7 +3,8 @@
  * and corrected to say what the request platform (src/http/platform.ts) really serves:
  *
  *   - versioned routes are `/v{api_version}/…` (the platform strips the prefix before routing);
- *     the paths listed as unversioned (`/version`, `/openapi.json`) have none;
+ *     the paths listed as unversioned (`/version`, `/openapi.json`) have none; API 3.0's routes
+ *     (router prefix `/v3`) are `/v3.0/…` in JSON:API (`application/vnd.api+json`, JSON:API errors);
  *   - every answer is the `{code, status, results}` envelope: a request that does not match its
  *     schema is a 400 envelope whose status names the field (not HttpApi's `HttpApiDecodeError`),
  *     an unknown version a 404 envelope, a body over the limit a 413 envelope, and a 503 carries
@@ -17,7 +18,7 @@
  */
 import { type HttpApi, HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
-import type { VersionSet } from "../http/versions.js"
+import { V3_ROUTE_PREFIX, type VersionSet } from "../http/versions.js"
 
 export interface ApiDocumentOptions {
   readonly title: string
@@ -59,6 +60,48 @@ const errorResponse = (code: number, description: string): JsonObject => ({
 })
 
 const isObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v)
+
+const JSON_API = "application/vnd.api+json"
+const JSON_API_ERRORS = "JsonApiErrorDocument"
+const jsonApiErrorSchema: JsonObject = {
+  type: "object",
+  description: "JSON:API errors: `code` (Keylime's api code) or `title` (the auth layer's and the platform's), `source.pointer` naming a refused field",
+  required: ["errors"],
+  properties: {
+    errors: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["status", "detail"],
+        properties: {
+          status: { type: "string" },
+          code: { type: "string" },
+          title: { type: "string" },
+          detail: { type: "string" },
+          source: { type: "object", required: ["pointer"], properties: { pointer: { type: "string" } } }
+        }
+      }
+    },
+    links: { type: "object", properties: { self: { type: "string" } } },
+    jsonapi: { type: "object", properties: { version: { type: "string" } } }
+  }
+}
+
+/** An API 3.0 operation: JSON:API bodies, and answers as the handlers choose them (statuses in the summary). */
+const asJsonApi = (op: JsonObject): void => {
+  const body = op["requestBody"]
+  if (isObject(body) && isObject(body["content"])) {
+    const content = body["content"]
+    const schema = (content["application/json"] as JsonObject | undefined) ?? Object.values(content)[0]
+    body["content"] = { [JSON_API]: schema }
+  }
+  const errors = (description: string): JsonObject => ({ description, content: { [JSON_API]: { schema: { $ref: `#/components/schemas/${JSON_API_ERRORS}` } } } })
+  op["responses"] = {
+    "2XX": { description: "A JSON:API document, or no body (204)", content: { [JSON_API]: { schema: { type: "object" } } } },
+    "4XX": errors("Refused: 400/415 a body that is no JSON:API document of the type, 422 a field (source.pointer), 401/403 authentication and authorization, 404, 409"),
+    "5XX": errors("503 when the database is momentarily unavailable (Retry-After)")
+  }
+}
 
 /** HttpApi's own decode-error schemas, which the platform never serves, are dropped once unreferenced. */
 const DECODE_ERROR_SCHEMAS = ["HttpApiDecodeError", "Issue", "PropertyKey"]
@@ -112,6 +155,13 @@ export const openApiDocument = (api: HttpApi.HttpApi.Any, options: ApiDocumentOp
   const unversioned = new Set(options.unversioned)
   const paths: JsonObject = {}
   for (const [path, item] of Object.entries(sourcePaths)) {
+    // API 3.0's routes (the router's `/v3` prefix): JSON:API, served under /v3 and /v3.0
+    if (path === V3_ROUTE_PREFIX || path.startsWith(`${V3_ROUTE_PREFIX}/`)) {
+      for (const [method, op] of Object.entries(item as JsonObject)) if (HTTP_METHODS.has(method) && isObject(op)) asJsonApi(op)
+      schemas[JSON_API_ERRORS] = jsonApiErrorSchema
+      paths[`/v3.0${path.slice(V3_ROUTE_PREFIX.length) || "/"}`] = item
+      continue
+    }
     const versioned = !unversioned.has(path)
     for (const [method, op] of Object.entries(item as JsonObject)) {
       if (!HTTP_METHODS.has(method) || !isObject(op)) continue

@@ -9,6 +9,7 @@ import { HttpApi } from "@effect/platform"
 import { VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
 import { VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./api/policies.js"
 import { VerifierVerifyGroup } from "./api/verify.js"
+import { ServerRootGroup, V3AdminGroup } from "./push/AdminApi.js"
 import { PushGroup } from "./push/Api.js"
 
 export { AgentPath, VerifierAgentsGroup, VerifierVersionGroup } from "./api/agents.js"
@@ -23,7 +24,10 @@ export class VerifierApi extends HttpApi.make("verifier")
   .add(VerifierVerifyGroup)
   // API 3.0 (push model): routes under /v3, answered in JSON:API
   .add(PushGroup)
+  .add(V3AdminGroup)
+  // GET /: the redirect to /v3.0/
+  .add(ServerRootGroup)
 {}
 
 /** Paths the verifier serves without a version prefix. */
-export const VERIFIER_UNVERSIONED: ReadonlyArray<string> = ["/version", "/versions", "/openapi.json", "/.well-known/ear-jwks.json"]
+export const VERIFIER_UNVERSIONED: ReadonlyArray<string> = ["/", "/version", "/versions", "/openapi.json", "/.well-known/ear-jwks.json"]

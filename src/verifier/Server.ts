@@ -14,6 +14,7 @@ import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
 import { serveOpenApi } from "../ops/openapi.js"
+import { AgentAdmin } from "./AgentAdmin.js"
 import { Agents } from "./Agents.js"
 import { VERIFIER_UNVERSIONED, VerifierApi } from "./Api.js"
 import {
@@ -26,6 +27,7 @@ import {
 import { Policies } from "./policy/Policies.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
 import { PushClientIdentity } from "./push/auth.js"
+import { ServerRootHttpLive, V3AdminHttpLive } from "./push/AdminHttp.js"
 import { PushHttpLive } from "./push/Http.js"
 import { PushDomainLive } from "./push/Server.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -45,8 +47,8 @@ export interface VerifierServerOptions {
 /** The listener's name in BoundListeners. */
 export const VERIFIER_LISTENER = "verifier"
 
-/** Agents, Policies and the stateless checks over the database, config and PollerControl in context. */
-export const VerifierDomainLive = Layer.mergeAll(Agents.Default, Policies.Default, StatelessChecks.Default)
+/** Agents (AgentAdmin: what API 3.0 adds), Policies and the stateless checks over the database, config and PollerControl in context. */
+export const VerifierDomainLive = Layer.mergeAll(Agents.Default, AgentAdmin.Default, Policies.Default, StatelessChecks.Default)
 
 /**
  * The push model's domain (sessions, attestations, deadlines) with the repositories and policy
@@ -65,7 +67,9 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
       VerifierAllowlistsHttpLive,
       VerifierMbPoliciesHttpLive,
       VerifierVerifyHttpLive,
-      PushHttpLive
+      PushHttpLive,
+      V3AdminHttpLive,
+      ServerRootHttpLive
     ]),
     Layer.provide(VerifierDomainLive),
     Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))

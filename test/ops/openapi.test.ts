@@ -68,6 +68,11 @@ describe("OpenAPI documents", () => {
       for (const { method, op, path } of operations(doc)) {
         const responses = op["responses"] as Record<string, JsonObject>
         if (path === "/openapi.json" || path.startsWith("/.well-known/")) continue // served beside the API, never an envelope
+        // API 3.0 answers in JSON:API (its verify/* share the v2 shapes)
+        if (path.startsWith("/v3.0/") && !path.startsWith("/v3.0/verify/")) {
+          expect(refsOf(responses["4XX"]), `${name} ${method} ${path}`).toEqual(["#/components/schemas/JsonApiErrorDocument"])
+          continue
+        }
         // verify/evidence's input errors also carry their failures in `results`
         const withResults = path.endsWith("/verify/evidence") ? ["#/components/schemas/Error400ResultsEnvelope"] : []
         expect(refsOf(responses["400"]), `${name} ${method} ${path}`).toEqual(["#/components/schemas/Error400Envelope", ...withResults])

@@ -1,6 +1,7 @@
 /**
  * The verifier's API 3.0 (push model) routes, served under `/v3` (the platform maps `/v3[.m]/…`
- * there and answers them in JSON:API). Bodies are read by the handlers (push/documents.ts: 415,
+ * there and answers them in JSON:API); the agent administration routes (GET, PATCH, DELETE
+ * /agents/:id, stop, reactivate, policies) are push/AdminApi.ts. Bodies are read by the handlers (push/documents.ts: 415,
  * 400 and 422 with pointers), so the payload schemas here document the wire only.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
@@ -19,8 +20,6 @@ export class PushGroup extends HttpApiGroup.make("push")
     HttpApiEndpoint.patch("updateSession", "/sessions/:session_id").setPath(SessionPath).setPayload(SessionUpdateDocument)
       .annotate(OpenApi.Summary, "Answer the challenge with the AK's certify proof → bearer token; or extend with the token (public)")
   )
-  .add(HttpApiEndpoint.get("showAgent", "/agents/:agent_id").setPath(AgentPath).annotate(OpenApi.Summary, "A push agent's status (the agent itself or admin)"))
-  .add(HttpApiEndpoint.put("reactivateAgent", "/agents/:agent_id/reactivate").setPath(AgentPath).annotate(OpenApi.Summary, "Accept the agent's attestations again (admin)"))
   .add(
     HttpApiEndpoint.post("createAttestation", "/agents/:agent_id/attestations").setPath(AgentPath).setPayload(AttestationCreateDocument)
       .annotate(OpenApi.Summary, "Phase 1: capabilities → evidence requested and a challenge, 201 with Location (the agent itself)")

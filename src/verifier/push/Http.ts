@@ -14,8 +14,8 @@ import { Attestations, requestedOf } from "./Attestations.js"
 import { authorizeV3 } from "./auth.js"
 import { type DocumentRefusal, readDocument, resourceError } from "./documents.js"
 import type { PushError } from "./errors.js"
-import { type AttestationRow, PushRepo } from "./repo.js"
-import { agentStatusDocument, attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./render.js"
+import type { AttestationRow } from "./repo.js"
+import { attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./render.js"
 import { Sessions } from "./Sessions.js"
 import { TokenText } from "./auth.js"
 import { isoMicros } from "./time.js"
@@ -26,15 +26,15 @@ import { fromPlainVerdict } from "../../ear/appraisal.js"
 import { EAR_MEDIA_TYPE, issueEar } from "../../ear/token.js"
 import type { Failure } from "../../../schemas/Evidence.js"
 
-const titled = (status: number, detail: string, headers: Record<string, string> = {}) =>
+export const titled = (status: number, detail: string, headers: Record<string, string> = {}) =>
   Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse([{ status: String(status), title: reasonPhrase(status), detail }], path, headers))
 
 const coded = (status: number, code: string, detail: string, headers: Record<string, string> = {}) =>
   Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse([{ status: String(status), code, detail }], path, headers))
 
-const errorsResponse = (errors: ReadonlyArray<JsonApiError>) => Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse(errors, path))
+export const errorsResponse = (errors: ReadonlyArray<JsonApiError>) => Effect.map(FiberRef.get(currentRequestPath), (path) => jsonApiErrorResponse(errors, path))
 
-const refusalResponse = (r: DocumentRefusal) =>
+export const refusalResponse = (r: DocumentRefusal) =>
   r._tag === "UnsupportedMediaType"
     ? titled(415, `Unsupported Media Type: the body must be application/vnd.api+json (received ${r.received === "" ? "none" : r.received})`)
     : errorsResponse(r.errors)
@@ -73,7 +73,7 @@ const pushErrorResponse = (e: PushError | VerifierStoreError) => {
 }
 
 /** Authorization first: 401/403 in the auth layer's shape (title, no code). */
-const guarded = <R>(action: string, operationClass: OperationClass, agentId: string | undefined, body: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
+export const guarded = <R>(action: string, operationClass: OperationClass, agentId: string | undefined, body: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
   Effect.flatMap(authorizeV3(action, operationClass, agentId), (decided) => Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body)
 
 const bodyOf = <A, I>(schema: Schema.Schema<A, I, never>, type: string) =>
@@ -93,7 +93,6 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
   Effect.gen(function*() {
     const sessions = yield* Sessions
     const attestations = yield* Attestations
-    const repo = yield* PushRepo
     const config = yield* VerifierConfig
     const issuer = yield* EarIssuer
     /** `Accept: application/eat+jwt`: the attestation's verdict as a signed EAR, once there is one. */
@@ -179,21 +178,6 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
               return yield* pushErrorResponse(e)
           }
         }))
-      .handleRaw("showAgent", ({ path }) =>
-        guarded("read_agent", "agentOrAdmin", path.agent_id, Effect.gen(function*() {
-          const requestPath = yield* FiberRef.get(currentRequestPath)
-          const found = yield* Effect.either(attestations.list(path.agent_id))
-          if (Either.isLeft(found)) return yield* pushErrorResponse(found.left)
-          const push = yield* Effect.either(repo.findPushAgent(path.agent_id))
-          if (Either.isLeft(push)) return yield* pushErrorResponse(push.left)
-          return jsonApiResponse(200, agentStatusDocument(path.agent_id, Option.getOrUndefined(push.right), found.right.at(-1), config.quote_interval, requestPath))
-        })))
-      .handleRaw("reactivateAgent", ({ path }) =>
-        guarded("reactivate_agent", "admin", path.agent_id, Effect.gen(function*() {
-          const done = yield* Effect.either(attestations.reactivate(path.agent_id))
-          if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)
-          return HttpServerResponse.empty({ status: 204 })
-        })))
       .handleRaw("createAttestation", ({ path }) =>
         guarded("submit_attestation", "agent", path.agent_id, Effect.gen(function*() {
           const doc = yield* bodyOf(AttestationCreateDocument, "attestation")

@@ -122,28 +122,6 @@ export type PushStatus = "PASS" | "FAIL" | "TIMEOUT" | "PENDING"
 export const pushAttestationStatus = (p: Pick<PushAgentRow, "accept_attestations" | "consecutive_failures" | "attestation_count">): PushStatus =>
   p.consecutive_failures > 0 ? "FAIL" : !p.accept_attestations ? "TIMEOUT" : p.attestation_count > 0 ? "PASS" : "PENDING"
 
-/** GET /v3/agents/:id: the agent's push status (an agent reads its own). */
-export const agentStatusDocument = (agentId: string, p: PushAgentRow | undefined, latest: AttestationRow | undefined, quoteInterval: number, requestPath: string) => ({
-  data: {
-    type: "agent",
-    id: agentId,
-    attributes: {
-      accept_attestations: p?.accept_attestations ?? true,
-      attestation_status: p === undefined ? "PENDING" : pushAttestationStatus(p),
-      attestation_count: p?.attestation_count ?? 0,
-      consecutive_attestation_failures: p?.consecutive_failures ?? 0,
-      last_received_attestation: p?.last_received_at == null ? null : isoMicros(p.last_received_at),
-      last_successful_attestation: p?.last_success_at == null ? null : isoMicros(p.last_success_at),
-      attestation_deadline: p?.deadline_at == null ? null : isoMicros(p.deadline_at),
-      attestation_period: `${Math.trunc(quoteInterval)}s`,
-      maximum_attestation_interval: `${Math.trunc(quoteInterval * 5)}s`,
-      latest_attestation: latest === undefined ? null : { index: latest.idx, stage: latest.stage, evaluation: latest.evaluation, failure_reason: latest.failure_reason }
-    }
-  },
-  links: { self: requestPath },
-  jsonapi: JSON_API_VERSION
-})
-
 /**
  * A v2 status (GET /v2.x/agents/:id) of an agent that pushes: its push counters and the push
  * attestation_status (TIMEOUT after a missed deadline) replace the pull loop's (Keylime's
