@@ -34,6 +34,7 @@ import { enrolPush } from "./up/enrolPush.js"
 import { startPushAgents } from "./up/pushAgents.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upPushVerifierSection, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
 import { watchStatus } from "./up/status.js"
+import { UsageError } from "./exitCode.js"
 import { version } from "./version.js"
 
 export { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection } from "./up/sections.js"
@@ -51,6 +52,7 @@ export const up = (o: UpOptions) => {
   // start-up lines for a person; in json and logfmt they are log lines too, so every line parses
   const say = Logging.say(o.logFormat)
   return Effect.gen(function*() {
+    if (!Number.isInteger(o.push) || o.push < 0) return yield* new UsageError({ message: `--push ${o.push}: must be a number of push agents, 0 or more` })
     const started = Date.now()
     const dataDir = path.resolve(o.dataDir)
     if (o.reset && fs.existsSync(dataDir)) {
