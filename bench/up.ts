@@ -1,11 +1,13 @@
 /**
  * `attest up` from start to the first successful attestation of every agent (registrar, verifier,
  * N simulated agents enrolled through the tenant's add), for 3, 30 and 300 agents, each in a fresh
- * data directory, on the built executable (dist/cli/attest.js). The baseline, measured in the same
- * run, is `attest --version` (process start and module loading, which every start pays).
+ * data directory, on the built executable (dist/cli/attest.js); then N pull agents with N push agents
+ * (`--push N`: a push-mode verifier beside the other, push agents enrolled there), for 3. The
+ * baseline, measured in the same run, is `attest --version` (process start and module loading,
+ * which every start pays).
  *
- *   npm run bench -- up                  3, 30 and 300 agents
- *   npm run bench -- up --agents 3,30    other fleet sizes
+ *   npm run bench -- up                             3, 30 and 300 agents; 3 + 3 push
+ *   npm run bench -- up --agents 3,30 --push 3,10   other fleet sizes (--push 0: no push run)
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -17,6 +19,8 @@ const bin = "dist/cli/attest.js"
 execFileSync(process.execPath, ["scripts/build-if-needed.mjs"], { stdio: "inherit" })
 const at = process.argv.indexOf("--agents")
 const sizes = (at > 0 ? process.argv[at + 1]! : "3,30,300").split(",").map(Number)
+const pushAt = process.argv.indexOf("--push")
+const pushSizes = (pushAt > 0 ? process.argv[pushAt + 1]! : "3").split(",").map(Number).filter((n) => n > 0)
 
 const versionMs = (() => {
   const times: Array<number> = []
@@ -36,18 +40,20 @@ const processCpuSeconds = (pid: number): number => {
 
 interface Run {
   readonly agents: number
+  /** Push agents beside the `agents` pull agents. */
+  readonly push: number
   readonly readyS: number
   readonly attestedS: number
   readonly cpuS: number
 }
 
-const runUp = (agents: number): Promise<Run> =>
+const runUp = (agents: number, push = 0): Promise<Run> =>
   new Promise((resolve, reject) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "attest-bench-up-"))
     const t0 = performance.now()
     const child = spawn(
       process.execPath,
-      [bin, "up", "--agents", String(agents), "--data-dir", path.join(dir, ".attest"),
+      [bin, "up", "--agents", String(agents), "--push", String(push), "--push-verifier-port", "0", "--data-dir", path.join(dir, ".attest"),
         "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0", "--metrics-port", "0", "--verifier-metrics-port", "0"],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
@@ -74,18 +80,18 @@ const runUp = (agents: number): Promise<Run> =>
       clearTimeout(limit)
       fs.rmSync(dir, { recursive: true, force: true })
       if (Number.isNaN(attestedS)) return reject(new Error(`${agents} agents: up ended before all attested\n${out.slice(-2000)}\n${err.slice(-2000)}`))
-      resolve({ agents, readyS, attestedS, cpuS })
+      resolve({ agents, push, readyS, attestedS, cpuS })
     })
   })
 
 const runs: Array<Run> = []
-for (const n of sizes) {
-  const r = await runUp(n)
+for (const [n, push] of [...sizes.map((n) => [n, 0] as const), ...pushSizes.map((n) => [n, n] as const)]) {
+  const r = await runUp(n, push)
   runs.push(r)
   console.log(
-    `${String(n).padStart(4)} agents: enrolled ("ready") ${r.readyS.toFixed(1)} s, all attested ${r.attestedS.toFixed(1)} s, CPU ${r.cpuS.toFixed(1)} s, ` +
+    `${String(n).padStart(4)} agents${push > 0 ? ` + ${push} push` : ""}: enrolled ("ready") ${r.readyS.toFixed(1)} s, all attested ${r.attestedS.toFixed(1)} s, CPU ${r.cpuS.toFixed(1)} s, ` +
       `${(r.attestedS * 1000 / versionMs).toFixed(0)}x attest --version (${versionMs.toFixed(0)} ms)`
   )
 }
 console.log(`BENCH up_version_baseline_ms ${versionMs.toFixed(0)} ms`)
-for (const r of runs) console.log(`BENCH up_all_attested_s_${r.agents} ${r.attestedS.toFixed(2)} s`)
+for (const r of runs) console.log(`BENCH up_all_attested_s_${r.push > 0 ? "push_" : ""}${r.agents} ${r.attestedS.toFixed(2)} s`)

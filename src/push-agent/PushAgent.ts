@@ -144,6 +144,10 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
         data: { type: "session", id: sessionId, attributes: { agent_id: agentId, authentication_provided: [{ authentication_class: "pop", authentication_type: "tpm_pop", data: proof }] } }
       })
       const token = proved.json?.data?.attributes?.token
+      // Keylime answers 200 with evaluation "fail" when the agent is not enrolled (or the challenge expired)
+      if (proved.status === 200 && proved.json?.data?.attributes?.evaluation === "fail") {
+        return yield* Effect.fail(new StepFailed(200, `PoP session refused (evaluation fail: not enrolled at the verifier, or the challenge expired)`, undefined, false, false))
+      }
       if (proved.status !== 200 || typeof token !== "string") return yield* refused(`PATCH /sessions/${sessionId}`, proved)
       yield* Ref.update(counters, (c) => ({ ...c, sessions: c.sessions + 1 }))
       yield* Effect.logInfo("PoP session authenticated: bearer token obtained")

@@ -1,24 +1,48 @@
 import { describe, expect, it } from "vitest"
+import { pushRow, type Watched } from "../../src/cli/up/status.js"
 import { changeLine, redraw, renderTable, type StatusRow } from "../../src/cli/up/statusTable.js"
 
 const row = (over: Partial<StatusRow> = {}): StatusRow => ({
   n: 1,
+  model: "pull",
   agentId: "d432fbb3-d2f1-4a97-9ef7-75bd81c00000",
   stateName: "Get Quote",
   state: 3,
+  evaluation: null,
   attestations: 4,
   lastSuccess: 1_000,
   lastFailure: null,
   ...over
 })
 
+const pushed = (over: Partial<StatusRow> = {}): StatusRow =>
+  row({ n: 3, model: "push", agentId: "p", stateName: "PASS", state: null, evaluation: "pass", ...over })
+
 describe("attest up status table", () => {
   it("pads columns to the widest cell and shows ages relative to now", () => {
     const lines = renderTable([row(), row({ n: 2, agentId: "b", stateName: "Invalid Quote", state: 9, lastFailure: "ima.validation.ima-ng.not_in_allowlist /usr/bin/evil" })], 1_030)
     expect(lines).toEqual([
-      "#  agent                                 state              attestations  last success  last failure",
-      "1  d432fbb3-d2f1-4a97-9ef7-75bd81c00000  Get Quote (3)      4             30s ago       -",
-      "2  b                                     Invalid Quote (9)  4             30s ago       ima.validation.ima-ng.not_in_allowlist /usr/bin/evil"
+      "#  model  agent                                 state              last evaluation  attestations  last success  last failure",
+      "1  pull   d432fbb3-d2f1-4a97-9ef7-75bd81c00000  Get Quote (3)      -                4             30s ago       -",
+      "2  pull   b                                     Invalid Quote (9)  -                4             30s ago       ima.validation.ima-ng.not_in_allowlist /usr/bin/evil"
+    ])
+  })
+
+  it("shows push agents beside pull agents: acceptance, last verdict, count and failure type", () => {
+    const lines = renderTable([
+      row({ agentId: "a" }),
+      pushed({ n: 2, agentId: "b" }),
+      pushed({ agentId: "c", stateName: "FAIL", evaluation: "fail", attestations: 5, lastFailure: "policy_violation" }),
+      pushed({ n: 4, agentId: "d", stateName: "TIMEOUT", evaluation: "pass", lastSuccess: 900 }),
+      pushed({ n: 5, agentId: "e", stateName: "PENDING", evaluation: "pending", attestations: 0, lastSuccess: null })
+    ], 1_030)
+    expect(lines).toEqual([
+      "#  model  agent  state          last evaluation  attestations  last success  last failure",
+      "1  pull   a      Get Quote (3)  -                4             30s ago       -",
+      "2  push   b      PASS           pass             4             30s ago       -",
+      "3  push   c      FAIL           fail             5             30s ago       policy_violation",
+      "4  push   d      TIMEOUT        pass             4             2m ago        -",
+      "5  push   e      PENDING        pending          0             never         -"
     ])
   })
 
@@ -36,8 +60,48 @@ describe("attest up status table", () => {
     )
   })
 
+  it("prints a push agent's line when its acceptance or verdict changes, not when only its count does", () => {
+    expect(changeLine(undefined, pushed())).toEqual("agent 3  p  push, PASS, last evaluation pass, 4 attestations")
+    expect(changeLine(pushed(), pushed({ attestations: 8, lastSuccess: 2_000 }))).toBeNull()
+    expect(changeLine(pushed(), pushed({ stateName: "FAIL", evaluation: "fail", lastFailure: "policy_violation" }))).toEqual(
+      "agent 3  p  push, FAIL, last evaluation fail, 4 attestations, last failure policy_violation"
+    )
+    expect(changeLine(pushed(), pushed({ stateName: "TIMEOUT" }))).toEqual("agent 3  p  push, TIMEOUT, last evaluation pass, 4 attestations")
+  })
+
   it("redraws in place over the previous drawing", () => {
     expect(redraw(0, ["a", "b"])).toEqual("a\nb\n")
     expect(redraw(2, ["c"])).toEqual("\x1b[2A\x1b[Jc\n")
+  })
+})
+
+describe("attest up push rows", () => {
+  const agent: Watched = { n: 2, model: "push", agentId: "p", machine: undefined as never }
+  const status = (attestation_status: "PASS" | "FAIL" | "TIMEOUT" | "PENDING", count: number, last: number) =>
+    ({ attestation_status, attestation_count: count, last_successful_attestation: last }) as never
+  const none = { evaluation: null, failure: null } as const
+
+  it("is 'not at the verifier' before enrolment", () => {
+    const { row: r } = pushRow(agent, undefined, undefined, none)
+    expect([r.stateName, r.evaluation, r.attestations, r.lastSuccess, r.lastFailure]).toEqual(["not at the verifier", null, 0, null, null])
+  })
+
+  it("keeps the last completed verdict while the next attestation is still pending, so the row does not flicker", () => {
+    const first = pushRow(agent, status("PASS", 1, 100), { evaluation: "pass", failureReason: null }, none)
+    expect([first.row.stateName, first.row.evaluation, first.row.attestations, first.row.lastSuccess]).toEqual(["PASS", "pass", 1, 100])
+    const next = pushRow(agent, status("PASS", 1, 100), { evaluation: "pending", failureReason: null }, first.memory)
+    expect(next.row.evaluation).toEqual("pass")
+  })
+
+  it("shows the failure reason of a failed attestation and keeps it after later ones", () => {
+    const failed = pushRow(agent, status("FAIL", 3, 100), { evaluation: "fail", failureReason: "policy_violation" }, { evaluation: "pass", failure: null })
+    expect([failed.row.stateName, failed.row.evaluation, failed.row.lastFailure]).toEqual(["FAIL", "fail", "policy_violation"])
+    const later = pushRow(agent, status("FAIL", 3, 100), { evaluation: "pending", failureReason: null }, failed.memory)
+    expect([later.row.evaluation, later.row.lastFailure]).toEqual(["fail", "policy_violation"])
+  })
+
+  it("is pending before the first verdict; a verifier's 0 for 'never' is no success", () => {
+    const { row: r } = pushRow(agent, status("PENDING", 0, 0), { evaluation: "pending", failureReason: null }, none)
+    expect([r.stateName, r.evaluation, r.lastSuccess]).toEqual(["PENDING", "pending", null])
   })
 })

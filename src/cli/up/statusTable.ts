@@ -1,20 +1,34 @@
 /**
- * `attest up`'s live status: one row per agent (number, id, state, attestations, last success,
- * last failure). On a terminal the table is redrawn in place; otherwise a plain line is printed for
+ * `attest up`'s live status: one row per agent (number, model, id, state, last evaluation,
+ * attestations, last success, last failure). A pull agent's state is the pull loop's (Keylime's
+ * operational state); a push agent's is its acceptance as the v2 status words it (PASS, FAIL after
+ * a failed attestation, TIMEOUT after a missed deadline, PENDING before the first), with the
+ * verdict of its latest attestation (pass, fail, pending) and a failure's type. On a terminal the table is redrawn in place; otherwise a plain line is printed for
  * each agent whose state or failure changed, so a log or a pipe reads as a history.
  */
 
 export interface StatusRow {
   /** The agent's number in `attest up` (1-based; `--tamper <n>` names it). */
   readonly n: number
+  /** Pull (the verifier asks for quotes) or push (the agent sends evidence; API 3.0). */
+  readonly model: "pull" | "push"
   readonly agentId: string
-  /** Keylime's state name and number, e.g. "Get Quote" and 3; "-" before the verifier knows the agent. */
+  /**
+   * Pull: Keylime's state name and number, e.g. "Get Quote" and 3. Push: the acceptance (PASS,
+   * FAIL, TIMEOUT, PENDING) and null. Before the verifier knows the agent: a sentence and null.
+   */
   readonly stateName: string
   readonly state: number | null
+  /** Push: the verdict of the latest attestation (pass, fail, pending); pull: null (the loop keeps none). */
+  readonly evaluation: "pass" | "fail" | "pending" | null
   readonly attestations: number
   /** Epoch seconds of the last successful attestation. */
   readonly lastSuccess: number | null
-  /** Type and detail of the last failure, e.g. "ima.validation.ima-ng.not_in_allowlist /usr/bin/evil". */
+  /**
+   * Type and detail of the last failure: pull, the event id and message, e.g.
+   * "ima.validation.ima-ng.not_in_allowlist: /usr/bin/evil"; push, the failure reason of the last
+   * failed attestation (policy_violation, broken_evidence_chain).
+   */
   readonly lastFailure: string | null
 }
 
@@ -24,12 +38,16 @@ const age = (now: number, at: number | null): string => {
   return s < 120 ? `${s}s ago` : s < 7200 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`
 }
 
-const HEADERS = ["#", "agent", "state", "attestations", "last success", "last failure"] as const
+const HEADERS = ["#", "model", "agent", "state", "last evaluation", "attestations", "last success", "last failure"] as const
+
+const stateCell = (r: StatusRow) => (r.state === null ? r.stateName : `${r.stateName} (${r.state})`)
 
 const cells = (r: StatusRow, now: number): ReadonlyArray<string> => [
   String(r.n),
+  r.model,
   r.agentId,
-  r.state === null ? r.stateName : `${r.stateName} (${r.state})`,
+  stateCell(r),
+  r.evaluation ?? "-",
   String(r.attestations),
   age(now, r.lastSuccess),
   r.lastFailure ?? "-"
@@ -44,12 +62,16 @@ export const renderTable = (rows: ReadonlyArray<StatusRow>, now: number): Readon
   return [line(HEADERS), ...body.map(line)]
 }
 
-/** What a plain (non-terminal) output prints for a row: only when its state or failure changed. */
+/** What a plain (non-terminal) output prints for a row: only when its state, verdict or failure changed. */
 export const changeLine = (before: StatusRow | undefined, after: StatusRow): string | null => {
-  if (before !== undefined && before.state === after.state && before.lastFailure === after.lastFailure) return null
+  if (
+    before !== undefined && before.state === after.state && before.stateName === after.stateName &&
+    before.evaluation === after.evaluation && before.lastFailure === after.lastFailure
+  ) return null
   const failure = after.lastFailure === null ? "" : `, last failure ${after.lastFailure}`
-  const state = after.state === null ? after.stateName : `${after.stateName} (${after.state})`
-  return `agent ${after.n}  ${after.agentId}  ${state}, ${after.attestations} attestations${failure}`
+  const evaluation = after.evaluation === null ? "" : `, last evaluation ${after.evaluation}`
+  const model = after.model === "push" ? "push, " : ""
+  return `agent ${after.n}  ${after.agentId}  ${model}${stateCell(after)}${evaluation}, ${after.attestations} attestations${failure}`
 }
 
 /** ANSI: move the cursor up over the previous drawing and clear to the end of the screen. */
