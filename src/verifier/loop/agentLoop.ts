@@ -10,7 +10,8 @@ import { Cause, Clock, Effect, Either, Option } from "effect"
 import type { IntegrityQuote } from "../../../schemas/Agent.js"
 import { nowSeconds } from "../../db/dialect.js"
 import { encryptForAgent } from "../../keys/nk.js"
-import { observeFreshness, recordAttestation, setAgentState, timeCheck } from "../../ops/metrics.js"
+import { observeFreshness, recordAttestation, setAgentState } from "../../ops/metrics.js"
+import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { fromBase64 } from "../../tpm/bytes.js"
 import { type AgentClientShape, type AgentRequestFailed, type AgentTarget, newNonce } from "../AgentClient.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
@@ -160,15 +161,14 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
     }).pipe(Effect.withSpan("verifier.cycle", { attributes: { agent_id: agentId, ima_ml_entry: request.imaEntry, partial: request.partial } }))
 
   const judge = (compiled: CompiledAgent, answer: IntegrityQuote, nonce: string, prior: EvaluationState) =>
-    // the whole judgement (quote, PCRs, IMA, boot): evaluateEvidence is one pure call
-    Effect.sync(() => evaluateEvidence(
-      { _tag: "tpm", nonce: new TextEncoder().encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
-      compiled.policy,
-      prior
-    )).pipe(
-      timeCheck("quote"),
-      Effect.withSpan("verifier.evaluate")
-    )
+    // the whole judgement (quote, PCRs, IMA, boot) is one pure call; its stages become histograms and child spans
+    evaluateTimed((now) =>
+      evaluateEvidence(
+        { _tag: "tpm", nonce: new TextEncoder().encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
+        compiled.policy,
+        prior,
+        now
+      ), stagesOf).pipe(Effect.withSpan("verifier.evaluate"))
 
   const deliverV = (ctx: Ctx) =>
     Effect.gen(function*() {
