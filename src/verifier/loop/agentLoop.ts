@@ -9,6 +9,7 @@
 import { Cause, Clock, Effect, Either, Option } from "effect"
 import type { IntegrityQuote } from "../../../schemas/Agent.js"
 import { nowSeconds } from "../../db/dialect.js"
+import { verdictFactsJson } from "../../ear/verdictFacts.js"
 import { encryptForAgent } from "../../keys/nk.js"
 import { observeFreshness, recordAttestation, setAgentState } from "../../ops/metrics.js"
 import { evaluateTimed, stagesOf } from "../../ops/stages.js"
@@ -53,7 +54,7 @@ interface Ctx {
   prior: EvaluationState
   compiled: CompiledAgent | undefined
   /** The last judged quote, for PersistVerdict and Notify. */
-  judged: { readonly evaluation: Evaluation; readonly receivedAt: number } | undefined
+  judged: { readonly evaluation: Evaluation; readonly receivedAt: number; readonly nonce: string } | undefined
 }
 
 const priorOf = (view: AgentView): EvaluationState => {
@@ -149,7 +150,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           imaEntry = 0
           continue
         }
-        ctx.judged = { evaluation, receivedAt }
+        ctx.judged = { evaluation, receivedAt, nonce }
         if (evaluation.nkChanged) ctx.state = { ...ctx.state, vDelivered: false }
         return {
           _tag: "QuoteReceived",
@@ -211,7 +212,9 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             evaluationState: encodeEvaluationState(next),
             algorithms: next.alg.hash === "" ? undefined : { hashAlg: next.alg.hash, encAlg: next.alg.enc, signAlg: next.alg.sign },
             vDelivered: ctx.state.vDelivered,
-            nextPollAt: effect.nextPollAfter === null ? null : (yield* nowSeconds) + effect.nextPollAfter
+            nextPollAt: effect.nextPollAfter === null ? null : (yield* nowSeconds) + effect.nextPollAfter,
+            // what its EAR is signed from when a relying party asks (src/verifier/pullEar.ts)
+            lastVerdict: verdictFactsJson(judged.evaluation, judged.nonce, judged.receivedAt)
           })
           if (!ok) return yield* superseded
           ctx.prior = next
