@@ -3,7 +3,8 @@
  * synchronous) is given `performance.now` and reports when each stage ran (`Evaluation.stages`);
  * this module records each stage's duration in `attest_check_duration_seconds{check=<stage>}` and
  * exports it as a child span `verifier.check.<stage>` of the caller's span, with the measured start
- * and end (the Tracer's own clock, shifted by the stage's offset on the monotonic clock). The pull
+ * and end (the Tracer's own clock, shifted by the stage's offset on the monotonic clock) when a
+ * tracer exports them (layers/Tracing.ts; Effect's own tracer gets none). The pull
  * loop, push attestations and verify/evidence all go through `evaluateTimed`.
  */
 import { Clock, Context, Effect, Exit, Option, Tracer } from "effect"
@@ -14,6 +15,11 @@ import { Metrics } from "./metrics.js"
 export const stageClock: StageClock = () => performance.now()
 
 const NO_LINKS: ReadonlyArray<Tracer.SpanLink> = []
+/**
+ * Effect's own tracer (the default, in place when no `otlp_endpoint` exports spans): its spans go
+ * nowhere, so stage spans are not made for it (no exporter, no cost; the histograms still count).
+ */
+const nativeTracer = Effect.runSync(Effect.tracer)
 const EMPTY_CONTEXT = Context.empty()
 
 /** Each stage's seconds into its histogram (benches, and callers without a span). */
@@ -43,9 +49,9 @@ export const evaluateTimed = <A>(
     if (stages === undefined || stages.length === 0) return Effect.succeed(a)
     unsafeObserveStages(stages)
     const current = fiber.currentSpan
-    if (current === undefined || current._tag !== "Span") return Effect.succeed(a)
-    const parent = Option.some(current)
     const tracer = fiber.currentTracer
+    if (current === undefined || current._tag !== "Span" || tracer === nativeTracer) return Effect.succeed(a)
+    const parent = Option.some(current)
     const at = (ms: number) => originNs + BigInt(Math.round((ms - originMs) * 1_000_000))
     for (const s of stages) {
       const span = tracer.span(`verifier.check.${s.stage}`, parent, EMPTY_CONTEXT, NO_LINKS, at(s.start), "internal")
