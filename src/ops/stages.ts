@@ -39,23 +39,23 @@ export const evaluateTimed = <A>(
   evaluate: (now: StageClock) => A,
   stagesOf: (a: A) => ReadonlyArray<StageTiming> | undefined
 ): Effect.Effect<A> =>
-  Effect.withFiberRuntime<A>((fiber) => {
-    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    // one reading of each clock maps the monotonic milliseconds onto the tracer's nanoseconds
-    const originMs = stageClock()
-    const originNs = clock.unsafeCurrentTimeNanos()
-    const a = evaluate(stageClock)
+  Effect.flatMap(Effect.sync(() => evaluate(stageClock)), (a) => {
     const stages = stagesOf(a)
     if (stages === undefined || stages.length === 0) return Effect.succeed(a)
     unsafeObserveStages(stages)
-    const current = fiber.currentSpan
-    const tracer = fiber.currentTracer
-    if (current === undefined || current._tag !== "Span" || tracer === nativeTracer) return Effect.succeed(a)
-    const parent = Option.some(current)
-    const at = (ms: number) => originNs + BigInt(Math.round((ms - originMs) * 1_000_000))
-    for (const s of stages) {
-      const span = tracer.span(`verifier.check.${s.stage}`, parent, EMPTY_CONTEXT, NO_LINKS, at(s.start), "internal")
-      span.end(at(s.end), Exit.void)
-    }
-    return Effect.succeed(a)
+    return Effect.withFiberRuntime<A>((fiber) => {
+      const current = fiber.currentSpan
+      const tracer = fiber.currentTracer
+      if (current === undefined || current._tag !== "Span" || tracer === nativeTracer) return Effect.succeed(a)
+      // one reading of each clock maps the monotonic milliseconds onto the tracer's nanoseconds
+      const nowMs = stageClock()
+      const nowNs = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
+      const at = (ms: number) => nowNs - BigInt(Math.round((nowMs - ms) * 1_000_000))
+      const parent = Option.some(current)
+      for (const s of stages) {
+        const span = tracer.span(`verifier.check.${s.stage}`, parent, EMPTY_CONTEXT, NO_LINKS, at(s.start), "internal")
+        span.end(at(s.end), Exit.void)
+      }
+      return Effect.succeed(a)
+    })
   })
