@@ -21,8 +21,8 @@
  *   // wherever operational_state is written (AgentRepo.setState/recordVerdict callers), and on delete:
  *   yield* setAgentState(agentId, newState)        // OperationalState number
  *   yield* forgetAgent(agentId)                    // agent deleted: its series are retired
- *   // the evaluator's stages, from the loop (or around evaluateEvidence's parts):
- *   const quote = yield* timeCheck("quote", verifyTheQuote)     // also "ima", "boot"
+ *   // the evaluator's stages (quote, pcrs, ima, boot): every caller of evaluateEvidence runs it
+ *   // through src/ops/stages.ts `evaluateTimed`, which fills attest_check_duration_seconds{check}
  *   yield* observeCheckDuration("ima", seconds)                  // when the duration is already known
  *   // AgentClient, when a request to an agent fails:
  *   yield* recordAgentRequestError("timeout")      // "timeout" | "connection" | "tls" | "http_status" | "decode"
@@ -139,7 +139,13 @@ export const Metrics = {
   ),
   agents: gauge("attest_agents", "Agents by operational state", ["state"], "verifier"),
   freshness: gauge("attest_agent_attestation_age_seconds", "Seconds since the agent's last successful attestation, as of the scrape", ["agent_id"], "verifier"),
-  checkDuration: histogram("attest_check_duration_seconds", "Time to check one attestation's quote, IMA list or boot log", ["check"], DURATION_BUCKETS, "verifier"),
+  checkDuration: histogram(
+    "attest_check_duration_seconds",
+    "Time to check one attestation's stage, by check: quote (signature, nonce, clock, NK binding), pcrs (tpm_policy), ima (the IMA list), boot (the measured-boot log)",
+    ["check"],
+    DURATION_BUCKETS,
+    "verifier"
+  ),
   agentRequestErrors: counter("attest_agent_request_errors_total", "Failed requests from the verifier to agents, by kind", ["kind"], "verifier"),
   notificationQueue: gauge("attest_notification_queue_depth", "Revocation notifications waiting for delivery, by notifier", ["notifier"], "verifier"),
   notificationDeliveries: counter(

@@ -52,11 +52,13 @@ export const VerifierDomainLive = Layer.mergeAll(Agents.Default, AgentAdmin.Defa
 
 /**
  * The push model's domain (sessions, attestations, deadlines) with the repositories and policy
- * cache it stands on, and the verifier's ClientIdentity: admins by mTLS, agents by their token.
+ * cache it stands on (AgentRepo given to the handlers too), and the verifier's ClientIdentity: admins
+ * by mTLS, agents by their token.
  */
 export const PushLayers = Layer.provideMerge(
   PushClientIdentity,
-  PushDomainLive.pipe(Layer.provide(Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PolicyCache.Default)))
+  // AgentRepo also for the handlers: a pull agent's latest EAR is signed from its stored verdict
+  PushDomainLive.pipe(Layer.provide(Layer.mergeAll(RuntimePolicyRepo.Default, MbPolicyRepo.Default, PolicyCache.Default)), Layer.provideMerge(AgentRepo.Default))
 )
 
 export const VerifierServerLive = (options: VerifierServerOptions) => {

@@ -13,6 +13,7 @@ import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../db/transient.js"
 import type { ApiVersion } from "../http/versions.js"
 import { amdRoots, loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../tee/index.js"
 import { recordAttestation } from "../ops/metrics.js"
+import { evaluateTimed } from "../ops/stages.js"
 import { fromBase64 } from "../tpm/bytes.js"
 import { AgentNotFound } from "./errors.js"
 import { severityPolicyFromOptions } from "./evaluate/severity.js"
@@ -63,9 +64,10 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
           verifyTee: (data) =>
             verifyTeeEvidence(data, { now: new Date(now), chainCache, roots, ...(vcekDir === undefined ? {} : { vcekDir }) })
         }
-        return Effect.tap(verifyEvidenceRequest(body, version, ctx), ({ evaluation }) =>
-          recordAttestation("evidence", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type)))
-      })
+        const judged = evaluateTimed((now) => verifyEvidenceRequest(body, version, { ...ctx, now }), (r) => Either.isRight(r) ? r.right.evaluation.stages : undefined)
+        return Effect.flatMap(judged, (answer) =>
+          Effect.tap(answer, ({ evaluation }) => recordAttestation("evidence", evaluation.failures.length === 0, evaluation.failures.map((f) => f.type))))
+      }).pipe(Effect.withSpan("StatelessChecks.evidence"))
 
     /** GET verify/identity: the first missing parameter, an unknown agent, or the verdict. */
     const identity = Effect.fn("StatelessChecks.identity")(function*(query: VerifyIdentityQuery) {

@@ -19,7 +19,7 @@ import { VerifierFailureType } from "./evaluate/failures.js"
 import type { SeverityPolicy } from "./evaluate/severity.js"
 import { initialEvaluationState } from "./evaluate/state.js"
 import { emptyTpmPolicy, parseTpmPolicy, type TpmPolicy } from "./evaluate/tpmPolicy.js"
-import type { AgentPolicy, EvaluateOptions, Evaluation, TeeVerifier } from "./evaluate/types.js"
+import type { AgentPolicy, EvaluateOptions, Evaluation, StageClock, TeeVerifier } from "./evaluate/types.js"
 import {
   EvidenceInputInvalid,
   type EvidenceRequest,
@@ -35,6 +35,8 @@ export interface VerifyEvidenceContext {
   readonly reportTomtou: boolean
   /** The SEV-SNP module's verifier for `type: tee`; without it TEE evidence is never valid. */
   readonly verifyTee?: TeeVerifier | undefined
+  /** A monotonic clock: the evaluation reports when each stage ran (src/ops/stages.ts). */
+  readonly now?: StageClock | undefined
 }
 
 export interface VerifyEvidenceAnswer {
@@ -130,7 +132,8 @@ const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvid
       mb_measurement_list: req.mb_log
     },
     policy,
-    initialEvaluationState
+    initialEvaluationState,
+    ctx.now
   )
   return Either.right(answerOf(evaluation, evaluation.failures.length === 0 ? req.data : {}, version))
 }

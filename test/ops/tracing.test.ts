@@ -8,8 +8,6 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { Tracing } from "../../layers/Tracing.js"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
@@ -20,44 +18,8 @@ import { trustStoreOf } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { agentBody, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { tempDir } from "../agent/support.js"
+import { attr, type OtlpSpan, receiver } from "../support/otlp.js"
 
-interface OtlpSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly kind: number
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
-}
-
-/** An OTLP/HTTP receiver: every span POSTed to /v1/traces, and the service names it came with. */
-const receiver = Effect.acquireRelease(
-  Effect.async<{ url: string; spans: Array<OtlpSpan>; requests: Array<string>; services: Set<string>; server: http.Server }>((resume) => {
-    const spans: Array<OtlpSpan> = []
-    const requests: Array<string> = []
-    const services = new Set<string>()
-    const server = http.createServer((req, res) => {
-      let body = ""
-      req.on("data", (c: Buffer) => (body += c.toString()))
-      req.on("end", () => {
-        requests.push(`${req.method} ${req.url} ${req.headers["content-type"]}`)
-        const doc = JSON.parse(body) as {
-          resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeSpans: Array<{ spans: Array<OtlpSpan> }> }>
-        }
-        for (const rs of doc.resourceSpans) {
-          for (const a of rs.resource.attributes) if (a.key === "service.name") services.add(a.value.stringValue ?? "")
-          for (const ss of rs.scopeSpans) spans.push(...ss.spans)
-        }
-        res.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resume(Effect.succeed({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, requests, services, server })))
-  }),
-  (r) => Effect.async<void>((resume) => void r.server.close(() => resume(Effect.void)))
-)
-
-const attr = (span: OtlpSpan, key: string) => span.attributes.find((a) => a.key === key)?.value
 
 const pki = makeTestPki()
 afterAll(() => removePki(pki))

@@ -129,8 +129,8 @@ export const policyOfMachine = (list: string): string => {
   })
 }
 
-/** Enrols the simulated agent (admin's step) with a runtime policy of its current IMA list. */
-export const enrol = (agentId: string) =>
+/** Enrols the simulated agent (admin's step) with a runtime policy of its current IMA list (and `extra` fields of the body). */
+export const enrol = (agentId: string, extra: Readonly<Record<string, unknown>> = {}) =>
   Effect.gen(function*() {
     const sim = yield* SimAgent
     const agents = yield* Agents
@@ -140,7 +140,8 @@ export const enrol = (agentId: string) =>
       ak_tpm: b64(sim.id.ak.public),
       runtime_policy: b64(policyOfMachine(list)),
       accept_tpm_hash_algs: ["sha256"],
-      accept_tpm_signing_algs: ["rsassa"]
+      accept_tpm_signing_algs: ["rsassa"],
+      ...extra
     }))
   })
 

@@ -1,7 +1,7 @@
 /**
  * The verifier's metrics listener: after verify/evidence requests over HTTPS, GET /metrics counts
- * them by model and result (attest_attestations_total{model="evidence"}), their failure types, and
- * the HTTP requests by route template.
+ * them by model and result (attest_attestations_total{model="evidence"}), their failure types, their
+ * quote and IMA check durations, and the HTTP requests by route template.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
@@ -34,6 +34,10 @@ describe("verifier metrics", () => {
       expect(count(after, "attest_attestations_total", { model: "evidence", result: "invalid" }) - count(before, "attest_attestations_total", { model: "evidence", result: "invalid" })).toBe(2)
       const failure = { model: "evidence", failure_type: "ima.validation.ima-ng.not_in_allowlist" }
       expect(count(after, "attest_attestation_failures_total", failure) - count(before, "attest_attestation_failures_total", failure)).toBe(2)
+      // each verdict's quote and IMA stages in their histograms (src/ops/stages.ts)
+      for (const check of ["quote", "ima"]) {
+        expect([check, count(after, "attest_check_duration_seconds_count", { check }) - count(before, "attest_check_duration_seconds_count", { check })]).toEqual([check, 3])
+      }
       const route = { listener: "verifier", method: "POST", route: "/verify/evidence", status: "200" }
       expect(count(after, "attest_http_requests_total", route) - count(before, "attest_http_requests_total", route)).toBe(3)
       // paths no API route serves never become labels

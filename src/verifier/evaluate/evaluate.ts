@@ -5,6 +5,10 @@
  * PCR 16 binding, IMA, tpm_policy, measured boot, missing PCRs). A failure of the quote or of
  * what precedes it ends the evaluation (nothing after it could be trusted); PCR findings are
  * all collected.
+ *
+ * Given a clock (`evaluateEvidence`'s fourth argument), it also reports when each stage ran
+ * (`Evaluation.stages`: quote, pcrs, ima, boot) for the caller's histograms and spans
+ * (src/ops/stages.ts); without one nothing is read and the result is the same.
  */
 import { type Failure, makeFailure } from "../../../schemas/Evidence.js"
 import { decideStart, type ImaState } from "../../ima/state.js"
@@ -19,16 +23,44 @@ import { checkQuote } from "./quote.js"
 import { rateFailures } from "./severity.js"
 import { type EvaluationState, initialEvaluationState } from "./state.js"
 import { IMA_PCR } from "./tpmPolicy.js"
-import type { AgentPolicy, Claims, Evaluation, Evidence, TeeEvidence, TpmClaims, TpmEvidence } from "./types.js"
+import type {
+  AgentPolicy,
+  Claims,
+  Evaluation,
+  Evidence,
+  StageClock,
+  StageTiming,
+  TeeEvidence,
+  TpmClaims,
+  TpmEvidence,
+  VerificationStage
+} from "./types.js"
 
 const verdict = (
   policy: AgentPolicy,
   failures: ReadonlyArray<Failure>,
   nextState: EvaluationState,
   claims: Claims | undefined,
+  stages: ReadonlyArray<StageTiming> | undefined,
   restart = false,
   nkChanged = false
-): Evaluation => ({ failures, severity: rateFailures(policy.options.severity, failures), nextState, claims, restart, nkChanged })
+): Evaluation =>
+  stages === undefined
+    ? { failures, severity: rateFailures(policy.options.severity, failures), nextState, claims, restart, nkChanged }
+    : { failures, severity: rateFailures(policy.options.severity, failures), nextState, claims, restart, nkChanged, stages }
+
+/** Stage timings when there is a clock: `begin` reads it, `end` records the stage from that reading. */
+class StageTimer {
+  readonly stages: Array<StageTiming> = []
+  private at = 0
+  constructor(private readonly now: StageClock) {}
+  begin(): void {
+    this.at = this.now()
+  }
+  end(stage: VerificationStage): void {
+    this.stages.push({ stage, start: this.at, end: this.now() })
+  }
+}
 
 const hexRecord = (values: ReadonlyMap<number, Uint8Array> | undefined): Record<string, string> => {
   const out: Record<string, string> = {}
@@ -66,23 +98,25 @@ const algorithmsOf = (prior: EvaluationState["alg"], hash: string, enc: string, 
 
 const present = (s: string | null | undefined): s is string => s !== undefined && s !== null && s !== ""
 
-const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {
+const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationState, now: StageClock | undefined): Evaluation => {
   const opts = policy.options
   const failures: Array<Failure> = []
+  const timer = now === undefined ? undefined : new StageTimer(now)
+  const stages = timer?.stages
 
   // 1. The NK: sent with full quotes, otherwise the one of the last accepted quote.
   const received = present(ev.pubkey) ? ev.pubkey : undefined
   const nk = received ?? prior.nk ?? undefined
   if (opts.bindNk && nk === undefined) {
     failures.push(noPubkey())
-    return verdict(policy, failures, prior, undefined)
+    return verdict(policy, failures, prior, undefined, stages)
   }
 
   // 2. Algorithm gates.
   const gated = gateAlgorithms(ev.hash_alg, ev.enc_alg, ev.sign_alg, policy.accept)
   if ("type" in gated) {
     failures.push(gated)
-    return verdict(policy, failures, prior, undefined)
+    return verdict(policy, failures, prior, undefined, stages)
   }
   const alg = algorithmsOf(prior.alg, gated.hash, ev.enc_alg ?? "", ev.sign_alg ?? "")
 
@@ -91,10 +125,12 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
   if (start._tag === "Reject") failures.push(start.failure)
 
   // 4. The quote. Nothing below may be trusted without it.
+  timer?.begin()
   const q = checkQuote(policy.ak, ev.quote, ev.nonce, gated.hash, gated.scheme)
   if (q._tag === "Left") {
     failures.push(q.left)
-    return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined)
+    timer?.end("quote")
+    return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined, stages)
   }
   const quote = q.right
 
@@ -103,7 +139,8 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     const problem = clockProblem(prior.clock, quote.clockInfo)
     if (problem !== undefined) {
       failures.push(clockValidation(problem))
-      return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined)
+      timer?.end("quote")
+      return verdict(policy, failures, { ...prior, ima: start.state, alg }, undefined, stages)
     }
   }
   const bank = quote.pcrs.find((b) => b.hash === gated.hash)?.values
@@ -111,19 +148,22 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
   // The agent rebooted: its list restarts, so ask again from entry 0; nothing is judged or counted.
   // Its NK may be new too: forgetting the stored one makes the next quote a full one.
   if (start._tag === "Retry") {
+    timer?.end("quote")
     const claims = claimsOf(ev, quote, bank, gated.hash, undefined, undefined)
-    return verdict(policy, failures, { ...prior, ima: start.state, nk: null, clock: storedClockOf(quote.clockInfo), alg }, claims, true)
+    return verdict(policy, failures, { ...prior, ima: start.state, nk: null, clock: storedClockOf(quote.clockInfo), alg }, claims, stages, true)
   }
+  // PCR 16 = the NK binds the quote to this agent's NK: part of the quote stage (reported after
+  // the boot log's parse failures, Keylime's order)
+  const nkFailure = opts.bindNk ? checkNkBinding(bank, gated.hash, nk!) : undefined
+  timer?.end("quote")
 
   // 6. PCRs of the hash_alg bank.
   const judgeBoot = opts.measuredBootEvaluate === "always" || prior.count === 0
+  timer?.begin()
   const mb = runMeasuredBoot(ev.mb_measurement_list, gated.hash, bank, policy.measuredBoot, judgeBoot)
+  if (timer !== undefined && (present(ev.mb_measurement_list) || policy.measuredBoot !== undefined)) timer.end("boot")
   for (const f of mb.parseFailures) failures.push(f)
-
-  if (opts.bindNk) {
-    const f = checkNkBinding(bank, gated.hash, nk!)
-    if (f !== undefined) failures.push(f)
-  }
+  if (nkFailure !== undefined) failures.push(nkFailure)
 
   let ima: ImaState = start.state
   let imaClaims: TpmClaims["ima"]
@@ -132,6 +172,7 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     const list = ev.ima_measurement_list
     if (list === undefined || list === null) failures.push(unusedImaPcr())
     else if (start._tag === "Continue") {
+      timer?.begin()
       const r = runIma({
         list,
         startEntry: ev.ima_measurement_list_entry ?? 0,
@@ -144,6 +185,7 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
         bootTime: ev.boottime,
         reportTomtou: opts.reportTomtou
       })
+      timer?.end("ima")
       for (const f of r.failures) failures.push(f)
       ima = r.state
       imaClaims = { entries: r.entries, matched: r.matchedEntries, next_entry: r.state.nextEntry }
@@ -151,12 +193,14 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
   }
 
   const missing: Array<Failure> = []
+  timer?.begin()
   checkTpmPolicy(bank, policy.tpmPolicy, opts.bindNk, failures, missing)
+  timer?.end("pcrs")
   for (const f of mb.failures) failures.push(f)
   for (const f of missing) failures.push(f)
 
   const claims = claimsOf(ev, quote, bank, gated.hash, imaClaims, mb.bootAggregates)
-  if (failures.length > 0) return verdict(policy, failures, { ...prior, ima, alg }, claims)
+  if (failures.length > 0) return verdict(policy, failures, { ...prior, ima, alg }, claims, stages)
   const nextState: EvaluationState = {
     ima,
     nk: nk ?? prior.nk,
@@ -164,24 +208,29 @@ const evaluateTpm = (ev: TpmEvidence, policy: AgentPolicy, prior: EvaluationStat
     count: prior.count + 1,
     alg
   }
-  return verdict(policy, failures, nextState, claims, false, received !== undefined && received !== prior.nk)
+  return verdict(policy, failures, nextState, claims, stages, false, received !== undefined && received !== prior.nk)
 }
 
 const evaluateTee = (ev: TeeEvidence, policy: AgentPolicy, prior: EvaluationState): Evaluation => {
   if (policy.verifyTee === undefined) {
     const f = makeFailure(VerifierFailureType.teeInvalid, "TEE evidence cannot be verified: this verifier has no TEE verifier")
-    return verdict(policy, [f], prior, undefined)
+    return verdict(policy, [f], prior, undefined, undefined)
   }
   const r = policy.verifyTee(ev.data)
   const failures =
     r.valid || r.failures.length > 0 ? r.failures : [makeFailure(VerifierFailureType.teeInvalid, "the TEE verifier found the evidence invalid")]
   const valid = r.valid && failures.length === 0
-  return verdict(policy, failures, valid ? { ...prior, count: prior.count + 1 } : prior, { type: "tee", claims: r.claims })
+  return verdict(policy, failures, valid ? { ...prior, count: prior.count + 1 } : prior, { type: "tee", claims: r.claims }, undefined)
 }
 
 /**
  * Judges one attestation's evidence against the agent's compiled policy, from the state the
  * previous verdict left (`initialEvaluationState` for the first, and always for `verify/evidence`).
+ * With `now` (a monotonic clock), `stages` says when each TPM stage ran.
  */
-export const evaluateEvidence = (evidence: Evidence, policy: AgentPolicy, prior: EvaluationState = initialEvaluationState): Evaluation =>
-  evidence._tag === "tpm" ? evaluateTpm(evidence, policy, prior) : evaluateTee(evidence, policy, prior)
+export const evaluateEvidence = (
+  evidence: Evidence,
+  policy: AgentPolicy,
+  prior: EvaluationState = initialEvaluationState,
+  now?: StageClock
+): Evaluation => evidence._tag === "tpm" ? evaluateTpm(evidence, policy, prior, now) : evaluateTee(evidence, policy, prior)

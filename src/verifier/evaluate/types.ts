@@ -139,4 +139,22 @@ export interface Evaluation {
   readonly restart: boolean
   /** A quote carried an NK that differs from the stored one: V must be delivered (again). */
   readonly nkChanged: boolean
+  /** When the caller gave `evaluateEvidence` a clock: each stage that ran, with its start and end on it. */
+  readonly stages?: ReadonlyArray<StageTiming> | undefined
 }
+
+/**
+ * The verification stages timed separately: the quote (signature, nonce, clock, PCR 16 binding),
+ * the PCR values against `tpm_policy`, the IMA list, the measured-boot log.
+ */
+export type VerificationStage = "quote" | "pcrs" | "ima" | "boot"
+
+/** One stage's start and end, in the unit of the clock the caller gave (src/ops/stages.ts: performance.now ms). */
+export interface StageTiming {
+  readonly stage: VerificationStage
+  readonly start: number
+  readonly end: number
+}
+
+/** A monotonic clock the evaluator reads around its stages (no clock: nothing is timed). */
+export type StageClock = () => number

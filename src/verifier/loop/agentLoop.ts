@@ -9,8 +9,10 @@
 import { Cause, Clock, Effect, Either, Option } from "effect"
 import type { IntegrityQuote } from "../../../schemas/Agent.js"
 import { nowSeconds } from "../../db/dialect.js"
+import { verdictFactsJson } from "../../ear/verdictFacts.js"
 import { encryptForAgent } from "../../keys/nk.js"
-import { observeFreshness, recordAttestation, setAgentState, timeCheck } from "../../ops/metrics.js"
+import { observeFreshness, recordAttestation, setAgentState } from "../../ops/metrics.js"
+import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { fromBase64 } from "../../tpm/bytes.js"
 import { type AgentClientShape, type AgentRequestFailed, type AgentTarget, newNonce } from "../AgentClient.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
@@ -52,7 +54,7 @@ interface Ctx {
   prior: EvaluationState
   compiled: CompiledAgent | undefined
   /** The last judged quote, for PersistVerdict and Notify. */
-  judged: { readonly evaluation: Evaluation; readonly receivedAt: number } | undefined
+  judged: { readonly evaluation: Evaluation; readonly receivedAt: number; readonly nonce: string } | undefined
 }
 
 const priorOf = (view: AgentView): EvaluationState => {
@@ -141,7 +143,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           imaEntry = 0
           continue
         }
-        ctx.judged = { evaluation, receivedAt }
+        ctx.judged = { evaluation, receivedAt, nonce }
         if (evaluation.nkChanged) ctx.state = { ...ctx.state, vDelivered: false }
         return {
           _tag: "QuoteReceived",
@@ -153,15 +155,14 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
     }).pipe(Effect.withSpan("verifier.cycle", { attributes: { agent_id: agentId, ima_ml_entry: request.imaEntry, partial: request.partial }, captureStackTrace: false }))
 
   const judge = (compiled: CompiledAgent, answer: IntegrityQuote, nonce: string, prior: EvaluationState) =>
-    // the whole judgement (quote, PCRs, IMA, boot): evaluateEvidence is one pure call
-    Effect.sync(() => evaluateEvidence(
-      { _tag: "tpm", nonce: new TextEncoder().encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
-      compiled.policy,
-      prior
-    )).pipe(
-      timeCheck("quote"),
-      Effect.withSpan("verifier.evaluate", { captureStackTrace: false })
-    )
+    // the whole judgement (quote, PCRs, IMA, boot) is one pure call; its stages become histograms and child spans
+    evaluateTimed((now) =>
+      evaluateEvidence(
+        { _tag: "tpm", nonce: new TextEncoder().encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
+        compiled.policy,
+        prior,
+        now
+      ), stagesOf).pipe(Effect.withSpan("verifier.evaluate", { captureStackTrace: false }))
 
   const deliverV = (ctx: Ctx) =>
     Effect.gen(function*() {
@@ -205,7 +206,9 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             algorithms: next.alg.hash === "" ? undefined : { hashAlg: next.alg.hash, encAlg: next.alg.enc, signAlg: next.alg.sign },
             vDelivered: ctx.state.vDelivered,
             nextPollAt: effect.nextPollAfter === null ? null : (yield* nowSeconds) + effect.nextPollAfter,
-            policyChecksums: { runtime: ctx.view.runtime_policy_checksum, mb: ctx.view.mb_policy_checksum }
+            policyChecksums: { runtime: ctx.view.runtime_policy_checksum, mb: ctx.view.mb_policy_checksum },
+            // what its EAR is signed from when a relying party asks (src/verifier/pullEar.ts)
+            lastVerdict: verdictFactsJson(judged.evaluation, judged.nonce, judged.receivedAt)
           })
           if (!ok) return yield* superseded
           ctx.prior = next

@@ -29,6 +29,9 @@ export class PushGroup extends HttpApiGroup.make("push")
       .annotate(OpenApi.Summary, "Phase 2: evidence for attestation <index> or latest, 202, verified in the background (the agent itself)")
   )
   .add(HttpApiEndpoint.get("listAttestations", "/agents/:agent_id/attestations").setPath(AgentPath).annotate(OpenApi.Summary, "Every attestation of an agent (admin)"))
-  .add(HttpApiEndpoint.get("showAttestation", "/agents/:agent_id/attestations/:index").setPath(AttestationPath).annotate(OpenApi.Summary, "Attestation <index> or latest (admin)"))
+  .add(HttpApiEndpoint.get("showAttestation", "/agents/:agent_id/attestations/:index").setPath(AttestationPath).annotate(OpenApi.Summary, "Attestation <index> or latest (admin)").annotate(
+    OpenApi.Description,
+    "With `Accept: application/eat+jwt` the verdict as an EAR (ES256 JWT, keys at GET /.well-known/ear-jwks.json); for a pull agent, `latest` is the EAR of its last pull verdict"
+  ))
   .prefix(V3_ROUTE_PREFIX)
 {}

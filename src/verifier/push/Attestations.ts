@@ -13,6 +13,7 @@ import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported 
 import { makeFailure } from "../../../schemas/Evidence.js"
 import { VerifierConfig } from "../../config/services.js"
 import { recordAttestation } from "../../ops/metrics.js"
+import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
 import { decodeEvaluationState, encodeEvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
@@ -117,7 +118,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
         const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
         const policy = yield* policies.policyOf(view)
-        const evaluation = Either.isLeft(evidence) ? undefined : evaluateEvidence(evidence.right, policy, prior)
+        const evaluation = Either.isLeft(evidence) ? undefined : yield* evaluateTimed((now) => evaluateEvidence(evidence.right, policy, prior, now), stagesOf)
         const failures = evaluation?.failures ?? [makeFailure("qoute_validation.invalid_quote", "the evidence does not answer the request")]
         const pass = failures.length === 0
         const now = yield* Clock.currentTimeMillis

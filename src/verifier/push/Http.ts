@@ -21,6 +21,8 @@ import { TokenText } from "./auth.js"
 import { isoMicros } from "./time.js"
 import { VerifierApi } from "../Api.js"
 import { EarIssuer } from "../earIssuer.js"
+import { signPullEar } from "../pullEar.js"
+import { AgentRepo } from "../repo/AgentRepo.js"
 import { version as attestVersion } from "../../cli/version.js"
 import { fromPlainVerdict } from "../../ear/appraisal.js"
 import { EAR_MEDIA_TYPE, issueEar } from "../../ear/token.js"
@@ -95,6 +97,7 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
     const attestations = yield* Attestations
     const config = yield* VerifierConfig
     const issuer = yield* EarIssuer
+    const agents = yield* AgentRepo
     /** `Accept: application/eat+jwt`: the attestation's verdict as a signed EAR, once there is one. */
     const earOf = (row: AttestationRow) =>
       row.stage !== "verification_complete"
@@ -112,6 +115,18 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           Effect.map((token) => HttpServerResponse.text(token, { contentType: EAR_MEDIA_TYPE })),
           Effect.catchAll((e) => coded(500, "ear_failed", `cannot issue an EAR: ${e.message}`))
         )
+
+    /** A pull agent's latest verdict as an EAR; undefined when it has none (never judged, or a push agent). */
+    const pullEarOf = (agentId: string) =>
+      Effect.gen(function*() {
+        const stored = yield* Effect.either(agents.lastVerdict(agentId))
+        if (Either.isLeft(stored)) return yield* pushErrorResponse(stored.left)
+        if (Option.isNone(stored.right) || stored.right.value === null) return undefined
+        const token = signPullEar(agentId, stored.right.value, issuer.key, { verifierId: config.verifier_id, build: `attest ${attestVersion}` })
+        return Either.isRight(token)
+          ? HttpServerResponse.text(token.right, { contentType: EAR_MEDIA_TYPE })
+          : yield* coded(500, "ear_failed", `cannot issue an EAR: ${token.left}`)
+      })
 
     // sessions: Keylime's SessionController writes raw `{status, title, detail}` errors and accepts plain JSON too
     const sessionBody = <A, I>(schema: Schema.Schema<A, I, never>) =>
@@ -216,9 +231,17 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
         guarded("read_attestation", "admin", path.agent_id, Effect.gen(function*() {
           const index = indexOf(path.index)
           if (index === undefined) return yield* coded(404, "not_found", `No attestation ${path.index} exists for agent '${path.agent_id}'.`)
+          const wantsEar = (request.headers["accept"] ?? "").includes(EAR_MEDIA_TYPE)
           const row = yield* Effect.either(attestations.show(path.agent_id, index))
-          if (Either.isLeft(row)) return yield* pushErrorResponse(row.left)
-          if ((request.headers["accept"] ?? "").includes(EAR_MEDIA_TYPE)) return yield* earOf(row.right)
+          if (Either.isLeft(row)) {
+            // a pull agent has no push attestations: its latest EAR is signed from its last verdict
+            if (wantsEar && index === "latest" && row.left._tag === "AttestationNotFound") {
+              const pulled = yield* pullEarOf(path.agent_id)
+              if (pulled !== undefined) return pulled
+            }
+            return yield* pushErrorResponse(row.left)
+          }
+          if (wantsEar) return yield* earOf(row.right)
           const requestPath = yield* FiberRef.get(currentRequestPath)
           return jsonApiResponse(200, { data: attestationResource(row.right, requestedOf(row.right), versionPrefixOf(requestPath)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
         })))

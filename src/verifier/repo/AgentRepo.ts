@@ -69,6 +69,8 @@ export interface VerdictWrite {
    * its policy and the loop needs no read before each quote.
    */
   readonly policyChecksums?: { readonly runtime: string; readonly mb: string } | undefined
+  /** The verdict's facts for its EAR (src/ear/verdictFacts.ts), JSON: last_verdict. */
+  readonly lastVerdict?: string | undefined
 }
 
 export interface RetryWrite {
@@ -279,10 +281,21 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
         ]),
         ...(w.vDelivered === undefined ? [] : [sql`v_delivered = ${w.vDelivered ? 1 : 0}`]),
         sql`retry_count = 0`,
-        sql`next_poll_at = ${w.nextPollAt}`
+        sql`next_poll_at = ${w.nextPollAt}`,
+        ...(w.lastVerdict === undefined ? [] : [sql`last_verdict = ${w.lastVerdict}`])
       ]
       return conditional("record verdict", agentId, generation, sets, w.policyChecksums === undefined ? undefined : policiesUnchanged(w.policyChecksums))
     }
+
+    /** The facts of the agent's last pull verdict (JSON), none when the agent does not exist; null before its first verdict. */
+    const lastVerdict = Effect.fn("AgentRepo.lastVerdict")(function*(agentId: string) {
+      const rows = yield* sql<{ last_verdict: unknown }>`SELECT last_verdict FROM verifier_agents WHERE agent_id = ${agentId}`.pipe(
+        Effect.mapError(storeError("read last verdict"))
+      )
+      const r = rows[0]
+      if (r === undefined) return Option.none<string | null>()
+      return Option.some(typeof r.last_verdict === "string" ? r.last_verdict : null)
+    })
 
     /** An unreachable agent: the retry number and when the next attempt is due. */
     const recordRetry = Effect.fn("AgentRepo.recordRetry")(function*(agentId: string, generation: number, w: RetryWrite) {
@@ -323,6 +336,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       remove,
       adminUpdate,
       recordVerdict,
+      lastVerdict,
       recordRetry,
       markFailed,
       setState

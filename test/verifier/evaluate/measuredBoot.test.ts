@@ -1,7 +1,8 @@
 /**
  * Measured boot inside evaluateEvidence: Keylime's secureboot vector log judged by the `example`
  * policy over a reference state made from it (quotes over the log's replay), and a simulated
- * machine on the TPM simulator (real TPM2_Quote, boot log, IMA list, PCR 16 bound as the agent does).
+ * machine on the TPM simulator (real TPM2_Quote, boot log, IMA list, PCR 16 bound as the agent does),
+ * whose stages (quote, boot, IMA, tpm_policy) the evaluator times when given a clock.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
@@ -159,9 +160,21 @@ describe("a simulated machine on the TPM simulator", () => {
         measuredBoot: { policy: pcrOnly, refstate: { ok: true } }
       })
 
-      const first = evaluateEvidence(yield* answer(0, true), policy, initialEvaluationState)
+      const firstEvidence = yield* answer(0, true)
+      const first = evaluateEvidence(firstEvidence, policy, initialEvaluationState)
       expect(first.failures).toEqual([])
       expect(first.nextState.ima.nextEntry).toBe(yield* machine.entries)
+      expect(first.stages).toBeUndefined()
+      // given a clock, the same judgement also says when each stage ran, in the evaluator's order
+      let tick = 0
+      const timed = evaluateEvidence(firstEvidence, policy, initialEvaluationState, () => ++tick)
+      expect(timed.stages).toEqual([
+        { stage: "quote", start: 1, end: 2 },
+        { stage: "boot", start: 3, end: 4 },
+        { stage: "ima", start: 5, end: 6 },
+        { stage: "pcrs", start: 7, end: 8 }
+      ])
+      expect({ ...timed, stages: undefined }).toEqual(first)
 
       yield* machine.measure("/usr/bin/evil", "evil")
       const second = evaluateEvidence(yield* answer(first.nextState.ima.nextEntry, false), policy, first.nextState)
