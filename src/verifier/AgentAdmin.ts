@@ -139,8 +139,11 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
       const before = row.value
       if (before.operational_state === OperationalState.TERMINATED) return yield* new AgentBeingDeleted({ agentId })
       const { accept_attestations: _, ...changes } = attributes
-      const checked = yield* decodeAgentCreation(agentId, { ...creationBodyOf(before), ...changes }, { requireMtlsCert: pull && config.enable_agent_mtls })
       const push = yield* pushes.findPushAgent(agentId)
+      const checked = yield* decodeAgentCreation(agentId, { ...creationBodyOf(before), ...changes }, {
+        requireMtlsCert: config.enable_agent_mtls,
+        defaultModel: Option.isSome(push) ? "push" : "pull"
+      })
       if (accept !== undefined && Option.isNone(push)) {
         return yield* refuse("accept_attestations", "applies to push agents only (this agent has not attested by push)")
       }

@@ -84,7 +84,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     /** POST /agents/:id: the agent (START), its runtime and mb policies, in one transaction. */
     const add = Effect.fn("Agents.add")(function*(agentId: string, body: unknown) {
       yield* checkId(agentId)
-      const creation = yield* decodeAgentCreation(agentId, body, { requireMtlsCert: pull && config.enable_agent_mtls })
+      const creation = yield* decodeAgentCreation(agentId, body, { requireMtlsCert: config.enable_agent_mtls, defaultModel: config.mode })
       const inline = yield* prepareInline(agentId, creation)
       const mbData: MbPolicyData | null = creation.mbPolicy === null
         ? null
@@ -141,12 +141,14 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
           supported_version: creation.supportedVersion
         }
         if (!(yield* agents.insert(row))) return yield* new AgentAlreadyExists({ agentId })
+        // a push agent is one from its enrolment: never polled, its attestations accepted
+        if (creation.model === "push") yield* pushes.ensurePushAgent(agentId, yield* Clock.currentTimeMillis)
       })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeError("add agent")(e))))
 
       yield* Effect.logInfo(
         `Agent ${agentId} added (runtime policy ${creation.runtimePolicyName ?? agentId}, mb policy ${creation.mbPolicyName ?? agentId})`
       )
-      if (pull) yield* poller.start(agentId)
+      if (creation.model === "pull") yield* poller.start(agentId)
     })
 
     /** GET /agents/:id, rendered for the API version of the request. */
@@ -192,7 +194,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       }
       const state = agent.operational_state
       if (state === OperationalState.TERMINATED) return "terminating" as RemoveOutcome
-      if (pull && ACTIVE_STATES.has(state as OperationalState) && !(yield* poller.isOwned(agentId))) {
+      const polled = pull && Option.isNone(yield* pushes.findPushAgent(agentId))
+      if (polled && ACTIVE_STATES.has(state as OperationalState) && !(yield* poller.isOwned(agentId))) {
         yield* agents.adminUpdate(agentId, { operationalState: OperationalState.TERMINATED })
         yield* Effect.logInfo(`Agent ${agentId} marked TERMINATED; the verifier process polling it deletes it`)
         return "terminating" as RemoveOutcome
@@ -239,7 +242,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       } else {
         yield* Effect.logInfo(`Agent ${agentId} reactivated (was ${stateName[before as OperationalState] ?? before})`)
       }
-      if (pull && row.value.verifier_id === config.verifier_id) yield* poller.start(agentId)
+      const pushAgent = Option.isSome(yield* pushes.findPushAgent(agentId))
+      if (pull && !pushAgent && row.value.verifier_id === config.verifier_id) yield* poller.start(agentId)
     })
 
     return { add, show, list, bulk, remove, stop, reactivate } as const

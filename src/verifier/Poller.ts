@@ -75,6 +75,7 @@ export const pollerLayer: Layer.Layer<
         reportTomtou: config.ignore_tomtou_errors
       },
       removeAgent: (agentId) => removeAgentAndOwnPolicies({ sql, agents, runtimePolicies, mbPolicies }, agentId),
+      isPushAgent: (agentId) => Effect.map(sql`SELECT 1 AS one FROM push_agents WHERE agent_id = ${agentId}`, (rows) => rows.length > 0),
       defaultApiVersion: DEFAULT_AGENT_API_VERSION,
       verifierId: config.verifier_id,
       storeRetrySeconds: Math.max(1, config.retry_interval)

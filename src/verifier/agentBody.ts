@@ -70,11 +70,20 @@ export interface AgentCreation {
   readonly mbPolicyName: string | null
   /** The reference state as a JSON object text, or null for none. */
   readonly mbPolicy: string | null
+  /**
+   * How the agent is attested: `pull` (polled) or `push` (it sends evidence, API 3.0). attest's
+   * addition `attestation_model`, so one verifier serves both kinds; default: the verifier's `mode`.
+   */
+  readonly model: AttestationModel
 }
 
+export type AttestationModel = "pull" | "push"
+
 export interface AgentBodyOptions {
-  /** `enable_agent_mtls` (pull mode): an agent certificate is required. */
+  /** `enable_agent_mtls`: a pull agent's certificate is required (a push agent listens on no port). */
   readonly requireMtlsCert: boolean
+  /** The verifier's `mode`: the model of an agent whose body does not say. */
+  readonly defaultModel: AttestationModel
 }
 
 type Fail = InvalidAgentBody
@@ -113,8 +122,14 @@ export const decodeAgentCreation = (
   if (!has("cloudagent_ip")) return fail("cloudagent_ip", "missing", "is required")
   if (!has("cloudagent_port")) return fail("cloudagent_port", "missing", "is required")
 
+  const modelRaw = body["attestation_model"]
+  if (modelRaw !== undefined && modelRaw !== null && modelRaw !== "pull" && modelRaw !== "push") {
+    return fail("attestation_model", "invalid", "must be \"pull\" or \"push\"")
+  }
+  const model: AttestationModel = modelRaw === "pull" || modelRaw === "push" ? modelRaw : options.defaultModel
+
   const mtlsRaw = body["mtls_cert"]
-  if (options.requireMtlsCert && (mtlsRaw === undefined || mtlsRaw === null || mtlsRaw === "disabled")) {
+  if (options.requireMtlsCert && model === "pull" && (mtlsRaw === undefined || mtlsRaw === null || mtlsRaw === "disabled")) {
     return fail("mtls_cert", "mtls_required", "is required while enable_agent_mtls is on")
   }
 
@@ -267,7 +282,8 @@ export const decodeAgentCreation = (
     runtimePolicyName: runtimePolicyName.right,
     runtimePolicy: runtime.right,
     mbPolicyName: mbPolicyName.right,
-    mbPolicy
+    mbPolicy,
+    model
   })
 }
 

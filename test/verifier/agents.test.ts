@@ -134,6 +134,27 @@ for (const [backend, available] of backends) {
       }), poller)
     })
 
+    it.scoped("a push agent beside pull agents (attestation_model): no agent certificate, never polled, reactivated and deleted as a push agent", () => {
+      const poller = recordingPoller()
+      return run(Effect.gen(function*() {
+        const agents = yield* Agents
+        const sql = yield* SqlClient.SqlClient
+        const id = "d432fbb3-d2f1-4a97-9ef7-75bd81c00099"
+        const { mtls_cert: _, ...withoutCert } = validBody() as Record<string, unknown>
+        const refused = yield* Effect.flip(agents.add(id, { ...withoutCert, attestation_model: "pushed" }))
+        expect([refused._tag, (refused as { field?: string }).field]).toEqual(["InvalidAgentBody", "attestation_model"])
+        const pullWithoutCert = yield* Effect.flip(agents.add(id, withoutCert))
+        expect((pullWithoutCert as { field?: string }).field).toEqual("mtls_cert")
+        yield* agents.add(id, { ...withoutCert, attestation_model: "push" })
+        const pushRows = yield* sql<{ accept_attestations: unknown }>`SELECT accept_attestations FROM push_agents WHERE agent_id = ${id}`
+        expect(pushRows.map((r) => Number(r.accept_attestations))).toEqual([1])
+        yield* agents.reactivate(id)
+        expect(poller.calls).toEqual([])
+        expect(yield* agents.remove(id)).toEqual("deleted")
+        expect(poller.calls).toEqual([{ op: "stop", agentId: id }])
+      }), poller)
+    })
+
     it.scoped("adds with an inline runtime policy (stored under the agent id, has_runtime_policy 1) and with one by name", () =>
       run(Effect.gen(function*() {
         const agents = yield* Agents

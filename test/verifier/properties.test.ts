@@ -59,7 +59,7 @@ describe("creation-body reader", () => {
   it("reads random mutations of a valid body into a checked creation or an error naming a known field, never an exception", () => {
     fc.assert(
       fc.property(fc.array(mutation, { minLength: 1, maxLength: 4 }), fc.boolean(), (ms, requireMtlsCert) => {
-        const result = decodeAgentCreation("prop-agent", apply(validBody(), ms), { requireMtlsCert })
+        const result = decodeAgentCreation("prop-agent", apply(validBody(), ms), { requireMtlsCert, defaultModel: "pull" })
         if (Either.isLeft(result)) {
           expect(result.left).toBeInstanceOf(InvalidAgentBody)
           expect(FIELD_NAMES.has(result.left.field), result.left.field).toBe(true)
@@ -75,7 +75,7 @@ describe("creation-body reader", () => {
   it("refuses any JSON value that is not an object, naming the body", () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue().filter((v) => typeof v !== "object" || v === null || Array.isArray(v))), (value) => {
-        const result = decodeAgentCreation("prop-agent", value, { requireMtlsCert: true })
+        const result = decodeAgentCreation("prop-agent", value, { requireMtlsCert: true, defaultModel: "pull" })
         expect(Either.isLeft(result) && result.left.field).toBe("body")
       })
     )
@@ -89,7 +89,7 @@ describe("creation-body reader", () => {
         (field, bytes) => {
           const body = { ...validBody(), [field]: Buffer.from(bytes).toString("base64") }
           if (field === "runtime_policy_sig") body["runtime_policy_key"] = Buffer.from("k").toString("base64")
-          const result = decodeAgentCreation("prop-agent", body, { requireMtlsCert: true })
+          const result = decodeAgentCreation("prop-agent", body, { requireMtlsCert: true, defaultModel: "pull" })
           if (Either.isLeft(result)) expect(FIELD_NAMES.has(result.left.field)).toBe(true)
         }
       ),

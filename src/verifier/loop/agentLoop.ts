@@ -38,6 +38,8 @@ export interface LoopDeps {
   readonly settings: LoopSettings
   /** Removes a TERMINATED agent and the policies only it used. */
   readonly removeAgent: (agentId: string) => Effect.Effect<void, unknown>
+  /** Whether the agent is attested by push (API 3.0): such an agent is never polled. */
+  readonly isPushAgent: (agentId: string) => Effect.Effect<boolean, unknown>
   /** API version used when the row has no `supported_version`. */
   readonly defaultApiVersion: string
   /** This verifier's `verifier_id`: it polls only its own agents. */
@@ -293,6 +295,11 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
   return Effect.gen(function*() {
     const first = yield* load
     if (Option.isNone(first) || first.value.verifier_id !== deps.verifierId) return
+    // every start of a loop passes here (add, reactivate, a changed configuration, restart)
+    if (yield* deps.isPushAgent(agentId)) {
+      yield* Effect.logInfo("not polled: the agent is attested by push")
+      return
+    }
     const ctx = ctxOf(first.value)
     yield* setAgentState(agentId, ctx.state.operationalState)
     // resuming: an agent whose next poll is due later waits for it (no herd of quotes at start-up)
