@@ -2,7 +2,7 @@
  * `attest up` from start to the first successful attestation of every agent (registrar, verifier,
  * N simulated agents enrolled through the tenant's add), for 3, 30 and 300 agents, each in a fresh
  * data directory, on the built executable (dist/cli/attest.js); then N pull agents with N push agents
- * (`--push N`: a push-mode verifier beside the other, push agents enrolled there), for 3. The
+ * (`--push N`: push agents enrolled at the same verifier), for 3. The
  * baseline, measured in the same run, is `attest --version` (process start and module loading,
  * which every start pays).
  *

@@ -41,7 +41,12 @@ export const AgentCreateRequest = Schema.Struct({
   accept_tpm_signing_algs: Schema.Array(Schema.String),
   ak_tpm: Schema.String,
   mtls_cert: optionalNullable(Schema.String),
-  supported_version: Schema.optional(Schema.String)
+  supported_version: Schema.optional(Schema.String),
+  /**
+   * attest's addition: `push` for an agent that sends its evidence (API 3.0; no agent certificate,
+   * never polled), `pull` for one the verifier polls. Absent: the verifier's `mode`.
+   */
+  attestation_model: optionalNullable(Schema.Literal("pull", "push"))
 }).annotations({ identifier: "AgentCreateRequest" })
 export type AgentCreateRequest = typeof AgentCreateRequest.Type
 

@@ -6,7 +6,8 @@
  * runtime policy from its IMA list and a measured-boot reference state from its boot log. Then a
  * live status table until Ctrl-C (SIGINT/SIGTERM), which closes every listener. A second start
  * reuses the directory: same CA, same TPMs, same agent ids, and the verifier resumes its agents.
- * `--push N` adds a push-mode verifier (its own database) and N push agents enrolled there.
+ * `--push N` adds N push agents (API 3.0, no listening port), enrolled at the same verifier as push
+ * agents (`attestation_model: push`): one verifier attests both kinds.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Option, Schema } from "effect"
@@ -32,7 +33,7 @@ import { VERIFIER_LISTENER } from "../verifier/Server.js"
 import { enrol, type UpAgent } from "./up/enrol.js"
 import { enrolPush } from "./up/enrolPush.js"
 import { startPushAgents } from "./up/pushAgents.js"
-import { SIMULATOR_CA_FILE, type UpOptions, upPushVerifierSection, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
+import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
 import { watchStatus } from "./up/status.js"
 import { UsageError } from "./exitCode.js"
 import { version } from "./version.js"
@@ -99,29 +100,24 @@ export const up = (o: UpOptions) => {
       return listener
     })
 
-    // push agents attest with a verifier in push mode, as Keylime runs them: enrolment starts no
-    // polling and asks for no agent certificate (a push agent has none)
-    const startPush = (registrarUrl: Effect.Effect<string>) =>
+    // push agents send their evidence to the same verifier: enrolled as push agents, never polled
+    const startPush = (registrarUrl: string, verifierUrl: string) =>
       Effect.gen(function*() {
-        if (o.push <= 0) return undefined
-        const section = upPushVerifierSection(o, dataDir)
-        const ctx = yield* Layer.build(VerifierFromConfig(section))
-        const listener = Context.get(ctx, BoundListeners).get(VERIFIER_LISTENER)!
-        yield* say(`verifier   ${listener.url}  (push model: API 3.0 for ${o.push} push agent${o.push === 1 ? "" : "s"}, v2 admin API, mTLS)`)
+        if (o.push <= 0) return []
         const agents = yield* startPushAgents({
           firstNumber: o.agents + 1,
           count: o.push,
           dataDir,
           host: o.host,
           contactPort: (i) => (o.agentPort === 0 ? 9002 : o.agentPort) + o.agents + i,
-          registrarUrl: yield* registrarUrl,
-          verifierUrl: listener.url,
+          registrarUrl,
+          verifierUrl,
           verifierCa: caPem,
           intervalSeconds: o.quoteInterval,
           agentIdIn: readAgentId
         })
-        for (const a of agents) yield* say(`agent ${a.n}  ${a.agentId}  push agent started (no listening port; evidence to ${listener.url})`)
-        return { listener, agents }
+        for (const a of agents) yield* say(`agent ${a.n}  ${a.agentId}  push agent started (no listening port; evidence to ${verifierUrl})`)
+        return agents
       })
 
     const startAgents = (registrarUrl: string) =>
@@ -166,18 +162,17 @@ export const up = (o: UpOptions) => {
 
     // With the registrar's port known up front, the agents make their TPM keys while the registrar
     // and verifier open their databases, and register (with a short backoff) as soon as it listens.
-    const [registrar, verifier, agentResults, push] = o.registrarPort === 0
+    const [registrar, verifier, agentResults, pushAgents] = o.registrarPort === 0
       ? yield* Effect.gen(function*() {
         const [r, v] = yield* Effect.all([startRegistrar, startVerifier], { concurrency: "unbounded" })
-        const [a, p] = yield* Effect.all([startAgents(r.http), startPush(Effect.succeed(r.http))], { concurrency: "unbounded" })
+        const [a, p] = yield* Effect.all([startAgents(r.http), startPush(r.http, v.url)], { concurrency: "unbounded" })
         return [r, v, a, p] as const
       })
-      : yield* Effect.all([
-        startRegistrar,
-        startVerifier,
-        startAgents(`http://${bracket(o.host)}:${o.registrarPort}`),
-        startPush(Effect.succeed(`http://${bracket(o.host)}:${o.registrarPort}`))
-      ], { concurrency: "unbounded" })
+      : yield* Effect.gen(function*() {
+        const registrarUrl = `http://${bracket(o.host)}:${o.registrarPort}`
+        const [r, v, a] = yield* Effect.all([startRegistrar, startVerifier, startAgents(registrarUrl)], { concurrency: "unbounded" })
+        return [r, v, a, yield* startPush(registrarUrl, v.url)] as const
+      })
     const agents = agentResults.filter(Option.isSome).map((a) => a.value)
     yield* say(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
     yield* say(`TPMs are SIMULATED (in-memory) and so are the machines they measure: this is a demonstration setup`)
@@ -200,22 +195,11 @@ export const up = (o: UpOptions) => {
       }))
       yield* say(`dashboard  ${Context.get(ctx, DashboardUrl)}  (web, on this machine only)`)
     }
-    // the push verifier is reached with the same admin identity, through its own tenant connections
-    const pushTenant = push === undefined ? undefined : yield* Effect.gen(function*() {
-      const pushSettings = yield* settingsFrom(upTenantSection(o, dataDir, { verifier: push.listener.port, registrar: registrar.https.port }), {
-        verifier: Option.none(),
-        registrar: Option.none()
-      })
-      return yield* connect(pushSettings)
-    })
-    const [enrolled, enrolledPush] = yield* Effect.all([
-      enrol(tenant, agents, say),
-      push === undefined || pushTenant === undefined ? Effect.succeed(0) : enrolPush(pushTenant, push.agents, say)
-    ], { concurrency: "unbounded" })
-    const pushReady = o.push > 0 ? ` and ${enrolledPush} of ${o.push} push agents at the push verifier` : ""
+    const [enrolled, enrolledPush] = yield* Effect.all([enrol(tenant, agents, say), enrolPush(tenant, pushAgents, say)], { concurrency: "unbounded" })
+    const pushReady = o.push > 0 ? ` and ${enrolledPush} of ${o.push} push agents` : ""
     yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier${pushReady} in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
     return yield* watchStatus(
-      { pull: { connections: tenant, agents }, push: push === undefined || pushTenant === undefined ? undefined : { connections: pushTenant, agents: push.agents } },
+      { pull: { connections: tenant, agents }, push: pushAgents.length === 0 ? undefined : { connections: tenant, agents: pushAgents } },
       { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say }
     )
   }).pipe(

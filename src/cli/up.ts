@@ -2,7 +2,7 @@
  * `attest up`: everything in one process on embedded defaults, the first thing a new user runs
  * (registrar and verifier on SQLite, generated CA, N agents on simulated TPMs and machines, each
  * enrolled through the tenant's `add`, then a live status table). `--push N` adds N push-model
- * agents and the push-mode verifier they attest with.
+ * agents, attested by the same verifier.
  */
 import { Command, Options } from "@effect/cli"
 import { Option } from "effect"
@@ -15,17 +15,13 @@ export const upCommand = Command.make(
     dataDir: Options.directory("data-dir").pipe(Options.withDescription("where everything is kept"), Options.withDefault(".attest")),
     agents: Options.integer("agents").pipe(Options.withDescription("number of simulated pull-model agents (the verifier asks them for quotes)"), Options.withDefault(3)),
     push: Options.integer("push").pipe(
-      Options.withDescription("number of simulated push-model agents (API 3.0: no listening port, they send evidence every --quote-interval to a push-mode verifier started beside the other; 0: none)"),
+      Options.withDescription("number of simulated push-model agents (API 3.0: no listening port, they send evidence every --quote-interval to the same verifier, which attests both kinds; 0: none)"),
       Options.withDefault(0)
     ),
     host: Options.text("host").pipe(Options.withDescription("loopback address to listen on"), Options.withDefault("127.0.0.1")),
     registrarPort: Options.integer("registrar-port").pipe(Options.withDescription("registrar HTTP port (0: any free port)"), Options.withDefault(8890)),
     registrarTlsPort: Options.integer("registrar-tls-port").pipe(Options.withDescription("registrar HTTPS port (0: any free port)"), Options.withDefault(8891)),
     verifierPort: Options.integer("verifier-port").pipe(Options.withDescription("verifier HTTPS port (0: any free port)"), Options.withDefault(8881)),
-    pushVerifierPort: Options.integer("push-verifier-port").pipe(
-      Options.withDescription("push-mode verifier HTTPS port, used with --push (0: any free port)"),
-      Options.withDefault(8882)
-    ),
     quoteInterval: Options.integer("quote-interval").pipe(Options.withDescription("seconds between quotes (pull) or attestations (push) of one agent"), Options.withDefault(2)),
     tamper: Options.text("tamper").pipe(
       Options.withDescription("once it has attested, make this agent's machine (its number in the table, or its uuid; pull or push) run an executable its policy does not allow; repeatable"),

@@ -1,9 +1,10 @@
 /**
  * `attest up --agents 1 --push 1` as a child process: a pull agent and a push agent, each
- * registered, enrolled (the push agent at the push-mode verifier with its registered AK and the
- * policies of its machine) and attested; `--tamper 2` makes the push agent's next attestation fail
- * with policy_violation, which the status lines and the push verifier's API both show; a restart on
- * the same data resumes the push agent at the push verifier, and `--reset` starts a new one.
+ * registered, enrolled at the one verifier (the push agent as a push agent, with its registered AK
+ * and the policies of its machine) and attested; `--tamper 2` makes the push agent's next
+ * attestation fail with policy_violation, which the status lines and the verifier's API both show;
+ * the verifier never polls the push agent; a restart on the same data resumes the push agent, and
+ * `--reset` starts a new one.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -15,7 +16,7 @@ import { join } from "node:path"
 import { type AttestProcess, startAttest } from "../support/attestProcess.js"
 
 const PORTS = [
-  "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--push-verifier-port", "0", "--agent-port", "0",
+  "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0",
   "--metrics-port", "0", "--verifier-metrics-port", "0", "--dashboard-port", "-1"
 ]
 
@@ -50,38 +51,42 @@ describe("attest up --push", () => {
       try {
         const first = startAttest(["up", "--agents", "1", "--push", "1", "--tamper", "2", ...PORTS], { cwd })
         runs.push(first)
-        const pushVerifier = urlOf((await first.waitFor(/^verifier   https:\/\/\S+  \(push model/, 120_000)).text)
+        const verifier = urlOf((await first.waitFor(/^verifier   https:\/\/\S+  \(admin API/, 120_000)).text)
         const pushLine = await first.waitFor(/^agent 2  \S+  push agent started/, 120_000)
         const pushId = pushLine.text.split(/\s+/)[2]!
-        await first.waitFor(/^ready: 1 of 1 agents enrolled at the verifier and 1 of 1 push agents at the push verifier/, 240_000)
-        expect(first.lines.some((l) => l.text === `agent 2  ${pushId}  push, enrolled at the push verifier (runtime policy from its IMA list, reference state from its boot log)`)).toBe(true)
+        await first.waitFor(/^ready: 1 of 1 agents enrolled at the verifier and 1 of 1 push agents in/, 240_000)
+        expect(first.lines.some((l) => l.text === `agent 2  ${pushId}  push, enrolled at the verifier (runtime policy from its IMA list, reference state from its boot log)`)).toBe(true)
         await first.waitFor(/^all 2 agents attested/, 180_000)
         expect(first.lines.some((l) => /^agent 1  \S+  Get Quote \(3\), \d+ attestations$/.test(l.text))).toBe(true)
 
         // --tamper 2: the push agent's machine runs an unlisted executable; its next attestation fails
         await first.waitFor(new RegExp(`^agent 2  ${pushId}  TAMPERED: its machine ran /usr/local/bin/tampered-2`), 120_000)
         await first.waitFor(new RegExp(`^agent 2  ${pushId}  push, FAIL, last evaluation fail, \\d+ attestations, last failure policy_violation$`), 120_000)
-        const attestations = await adminGet(cwd, pushVerifier, `/v3.0/agents/${pushId}/attestations`)
+        const attestations = await adminGet(cwd, verifier, `/v3.0/agents/${pushId}/attestations`)
         const verdicts = (attestations.json.data as Array<any>).filter((a) => a.attributes.stage === "verification_complete").map((a) => `${a.attributes.evaluation} ${a.attributes.failure_reason}`)
         expect(verdicts[0]).toEqual("pass null")
         expect(verdicts).toContain("fail policy_violation")
-        const v2 = await adminGet(cwd, pushVerifier, `/v2.6/agents/${pushId}`)
+        const v2 = await adminGet(cwd, verifier, `/v2.6/agents/${pushId}`)
         expect({ status: v2.json.results.attestation_status }).toEqual({ status: "FAIL" })
-        // the push agent registered at the registrar like the pull agent; the push verifier holds only it
-        const listed = await adminGet(cwd, pushVerifier, "/v2.6/agents/")
-        expect(listed.json.results.uuids.flat()).toEqual([pushId])
+        // not polled: a polled push agent (no port) would have gone to FAILED (7) after its retries
+        expect(v2.json.results.operational_state).not.toEqual(7)
+        // one verifier holds both agents, and it never polled the push agent (it has no port to poll)
+        const listed = await adminGet(cwd, verifier, "/v2.6/agents/")
+        expect(listed.json.results.uuids.flat()).toHaveLength(2)
+        expect(listed.json.results.uuids.flat()).toContain(pushId)
+        expect(first.lines.filter((l) => l.text.includes(pushId) && /not reachable|quote request failed|Failed \(7\)/.test(l.text)).map((l) => l.text)).toEqual([])
 
         expect(await first.stop()).not.toBe("timeout")
         expect(first.lines.some((l) => l.text === "attest up: stopped")).toBe(true)
-        const pushPort = Number(new URL(pushVerifier).port)
+        const pushPort = Number(new URL(verifier).port)
         expect({ port: pushPort, closed: await portClosed(pushPort) }).toEqual({ port: pushPort, closed: true })
 
-        // a restart on the same data: the same push agent, resumed at the push verifier (still FAIL:
+        // a restart on the same data: the same push agent, resumed at the verifier (still FAIL:
         // as Keylime, a push agent's failure stands until it is reactivated or enrolled again)
         const second = startAttest(["up", "--agents", "1", "--push", "1", ...PORTS], { cwd })
         runs.push(second)
         expect((await second.waitFor(/^attest up: data directory /, 120_000)).text).toContain("(reused)")
-        await second.waitFor(new RegExp(`^agent 2  ${pushId}  push, already at the push verifier \\(FAIL\\): resumed$`), 240_000)
+        await second.waitFor(new RegExp(`^agent 2  ${pushId}  push, already at the verifier \\(FAIL\\): resumed$`), 240_000)
         await second.waitFor(/^all 2 agents attested/, 180_000)
         expect(await second.stop()).not.toBe("timeout")
 
@@ -89,7 +94,7 @@ describe("attest up --push", () => {
         const third = startAttest(["up", "--agents", "1", "--push", "1", "--reset", ...PORTS], { cwd })
         runs.push(third)
         expect((await third.waitFor(/^attest up: data directory /, 120_000)).text).toContain("(reset)")
-        const fresh = (await third.waitFor(/^agent 2  \S+  push, enrolled at the push verifier/, 240_000)).text.split(/\s+/)[2]!
+        const fresh = (await third.waitFor(/^agent 2  \S+  push, enrolled at the verifier/, 240_000)).text.split(/\s+/)[2]!
         expect(fresh).not.toEqual(pushId)
         await third.waitFor(new RegExp(`^agent 2  ${fresh}  push, PASS, last evaluation pass, \\d+ attestations$`), 180_000)
         expect(await third.stop()).not.toBe("timeout")

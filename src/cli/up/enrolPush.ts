@@ -2,9 +2,10 @@
  * `attest up` enrols its push agents as an operator enrols a push agent with Keylime (push-model.md
  * §2.4: the tenant's `--push-model`, which contacts no agent): the registrar's record (the agent
  * must have registered and activated), its EK certificate against the manufacturer trust store,
- * then `POST /v2.x/agents/<id>` at the push-mode verifier with the registered AK, a runtime policy
- * from the machine's IMA list and a reference state from its boot log, and no V (a push agent
- * gets no payload). An agent the push verifier already holds (a restart) is left as it is.
+ * then `POST /v2.x/agents/<id>` at the verifier with `attestation_model: push` (attest's addition:
+ * never polled, no agent certificate), the registered AK, a runtime policy from the machine's IMA
+ * list and a reference state from its boot log, and no V (a push agent gets no payload). An agent
+ * the verifier already holds (a restart) is left as it is.
  */
 import { Duration, Effect, Option, Schedule } from "effect"
 import { tpmPolicyText } from "../../tenant/add.js"
@@ -23,7 +24,7 @@ const enrolOne = (c: Connections, a: UpPushAgent, say: (line: string) => Effect.
   Effect.gen(function*() {
     const known = yield* verifierStatus(c, a.agentId).pipe(Effect.option)
     if (Option.isSome(known)) {
-      yield* say(`agent ${a.n}  ${a.agentId}  push, already at the push verifier (${"attestation_status" in known.value ? known.value.attestation_status : "status unknown"}): resumed`)
+      yield* say(`agent ${a.n}  ${a.agentId}  push, already at the verifier (${"attestation_status" in known.value ? known.value.attestation_status : "status unknown"}): resumed`)
       return
     }
     // the agent registers on its own: its record is there once it has activated (404 until then)
@@ -54,13 +55,14 @@ const enrolOne = (c: Connections, a: UpPushAgent, say: (line: string) => Effect.
       accept_tpm_encryption_algs: opts.accept_tpm_encryption_algs,
       accept_tpm_signing_algs: opts.accept_tpm_signing_algs,
       ak_tpm: record.aik_tpm,
-      mtls_cert: null
+      mtls_cert: null,
+      attestation_model: "push"
     }
     yield* c.call("verifier", v.url, `add push agent ${a.agentId}`, v.api.agents.add({ path: { agent_id: a.agentId }, payload: body as never }))
-    yield* say(`agent ${a.n}  ${a.agentId}  push, enrolled at the push verifier (runtime policy from its IMA list, reference state from its boot log)`)
+    yield* say(`agent ${a.n}  ${a.agentId}  push, enrolled at the verifier (runtime policy from its IMA list, reference state from its boot log)`)
   })
 
-/** Enrols every push agent the push verifier does not hold yet; gives how many are there. */
+/** Enrols every push agent the verifier does not hold yet; gives how many are there. */
 export const enrolPush = (c: Connections, agents: ReadonlyArray<UpPushAgent>, say: (line: string) => Effect.Effect<void>) =>
   Effect.forEach(
     agents,

@@ -2,7 +2,7 @@
  * `attest up --push N`: N push-model agents (`attest push-agent`'s runPushAgent) on simulated TPMs
  * and simulated machines, each in `agents/push-<i>` under the data directory (TPM state, AK, agent
  * id kept there, so a restart is the same agent). They register with the registrar like the pull
- * agents, listen on no port, and push evidence to the push-mode verifier every quote interval; a
+ * agents, listen on no port, and push evidence to the verifier every quote interval; a
  * push agent retries on its own until it is enrolled.
  */
 import { NodeHttpClient } from "@effect/platform-node"

@@ -24,8 +24,6 @@ export interface UpOptions {
   readonly agents: number
   /** Push-model agents (API 3.0, no listening port) started beside the pull agents. */
   readonly push: number
-  /** The push-mode verifier's HTTPS port (0: any free port); it runs only when `push` > 0. */
-  readonly pushVerifierPort: number
   readonly host: string
   readonly registrarPort: number
   readonly registrarTlsPort: number
@@ -93,22 +91,6 @@ export const upVerifierSection = (o: UpOptions, dataDir: string): VerifierOption
     ear_signing_key: "default",
     metrics_port: o.verifierMetricsPort,
     ...operations(o)
-  })
-
-/**
- * The `[verifier]` section of the push-mode verifier `--push` adds, as Keylime runs push agents: a
- * verifier in `mode = push` (enrolment starts no polling and asks for no agent certificate), its
- * own SQLite database, the same CA; liveness deadlines of quote_interval * 5. Its metrics listener
- * is off (the pull verifier's port is taken).
- */
-export const upPushVerifierSection = (o: UpOptions, dataDir: string): VerifierOptions =>
-  sectionDefaults(verifierSection, {
-    ...upVerifierSection(o, dataDir),
-    mode: "push",
-    verifier_id: "push",
-    port: o.pushVerifierPort,
-    data_dir: path.join(dataDir, "verifier-push"),
-    metrics_port: 0
   })
 
 /** The `[tenant]` section `attest up` enrols its agents with (the generated admin certificate). */

@@ -1,7 +1,7 @@
 /**
- * `attest up`'s live view: every second the verifiers' statuses of up's agents become the status
+ * `attest up`'s live view: every second the verifier's statuses of up's agents become the status
  * table, redrawn in place on a terminal, or printed as change lines otherwise. Pull agents: the
- * pull verifier's bulk list (the tenant's). Push agents: the push verifier's v2 status of each
+ * verifier's bulk list (the tenant's). Push agents: the verifier's v2 status of each
  * (acceptance, count, last success) and its latest attestation (`GET /v3.0/agents/<id>/attestations/latest`:
  * verdict and failure reason). Tampering: `--tamper <n|uuid>` (once that agent has attested) and,
  * on a terminal, a digit key make that simulated machine run an executable its policy does not allow.
@@ -101,7 +101,7 @@ export const pushRow = (a: Watched, s: AnyAgentStatus | undefined, latest: Lates
 export const findAgent = (agents: ReadonlyArray<Watched>, which: string): Watched | undefined =>
   agents.find((a) => String(a.n) === which.trim() || a.agentId === which.trim())
 
-/** The push verifier's latest attestation of an agent; undefined before the first (404) or when unreadable. */
+/** The verifier's latest push attestation of an agent; undefined before the first (404) or when unreadable. */
 const latestAttestation = (c: Connections, agentId: string) =>
   Effect.gen(function*() {
     const v = yield* c.verifier
@@ -120,7 +120,7 @@ const latestAttestation = (c: Connections, agentId: string) =>
     return latest
   }).pipe(Effect.orElseSucceed(() => undefined))
 
-/** Each push agent's v2 status (undefined when the push verifier does not hold it) and latest attestation. */
+/** Each push agent's v2 status (undefined when the verifier does not hold it) and latest attestation. */
 const pushStatuses = (c: Connections, agents: ReadonlyArray<Watched>) =>
   Effect.forEach(
     agents,
@@ -135,7 +135,7 @@ const pushStatuses = (c: Connections, agents: ReadonlyArray<Watched>) =>
 /** Up's agents and the tenant connections that read their verifiers. */
 export interface Fleet {
   readonly pull: { readonly connections: Connections; readonly agents: ReadonlyArray<UpAgent> }
-  /** Push agents and the connections to the push-mode verifier (absent without `--push`). */
+  /** Push agents and the connections to the verifier (absent without `--push`). */
   readonly push?: { readonly connections: Connections; readonly agents: ReadonlyArray<UpPushAgent> } | undefined
 }
 
