@@ -11,7 +11,10 @@ export interface AgentRecord {
   readonly id: string
   readonly state: number
   readonly stateName: string
-  /** PASS / FAIL / PENDING as Keylime's pull mode derives it from the state. */
+  /**
+   * PASS / FAIL / PENDING: the verifier's `attestation_status` (2.5+; a push agent's comes from
+   * its attestations, TIMEOUT counted as FAIL), else derived from the state as Keylime's pull mode does.
+   */
   readonly status: "PASS" | "FAIL" | "PENDING"
   readonly ip: string
   readonly port: number | null
@@ -56,13 +59,16 @@ const pcrsOf = (v: unknown): Record<string, string> | null => {
   return out
 }
 
+const statusOf = (reported: unknown, state: number): AgentRecord["status"] =>
+  reported === "PASS" || reported === "FAIL" || reported === "PENDING" ? reported : reported === "TIMEOUT" ? "FAIL" : attestationStatus(state)
+
 export const agentRecordOf = (id: string, s: Record<string, unknown>): AgentRecord => {
   const state = num(s["operational_state"], -1)
   return {
     id,
     state,
     stateName: (stateName as Record<number, string>)[state] ?? `state ${state}`,
-    status: attestationStatus(state),
+    status: statusOf(s["attestation_status"], state),
     ip: str(s["ip"]),
     port: numOrNull(s["port"]),
     attestationCount: num(s["attestation_count"]),

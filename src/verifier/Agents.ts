@@ -122,7 +122,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
         const row: NewAgent = {
           agent_id: agentId,
           verifier_id: config.verifier_id,
-          operational_state: OperationalState.START,
+          // a push agent is at GET_QUOTE from its enrolment (Keylime's push mode): it is not polled
+          operational_state: creation.model === "push" ? OperationalState.GET_QUOTE : OperationalState.START,
           v: creation.v,
           ip: creation.ip,
           port: creation.port,
@@ -172,8 +173,14 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     /** GET /agents/?bulk=true: every agent's status by id. */
     const bulk = Effect.fn("Agents.bulk")(function*(version: ApiVersion, verifierId?: string) {
       const views = yield* agents.listViews(verifierId)
+      // push agents show their push status, as GET of one agent does
+      const pushed = new Map((yield* pushes.listPushAgents).map((p) => [p.agent_id, p] as const))
       const result: Record<string, AnyAgentStatus> = {}
-      for (const view of views) result[view.agent_id] = renderAgentStatus(view, version, settings)
+      for (const view of views) {
+        const status = renderAgentStatus(view, version, settings)
+        const push = pushed.get(view.agent_id)
+        result[view.agent_id] = push === undefined ? status : withPushStatus(status, push)
+      }
       return result as VerifierAgentBulk
     })
 

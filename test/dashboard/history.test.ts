@@ -11,6 +11,16 @@ const agent = (id: string, o: Record<string, unknown> = {}): AgentRecord =>
 const fleet = (...agents: Array<AgentRecord>) => new Map(agents.map((a) => [a.id, a]))
 
 describe("dashboard history", () => {
+  it("an agent's status is the verifier's attestation_status when reported (push agents), else derived from its state", () => {
+    expect([
+      agent("push-failed", { attestation_status: "FAIL" }).status,
+      agent("push-timeout", { attestation_status: "TIMEOUT" }).status,
+      agent("push-new", { attestation_status: "PENDING" }).status,
+      agent("pull-2.4").status,
+      agent("pull-invalid", { operational_state: 9 }).status
+    ]).toEqual(["FAIL", "FAIL", "PENDING", "PASS", "FAIL"])
+  })
+
   it("derives attestations, failures and the rate from consecutive samples", () => {
     const h = emptyHistory()
     recordSample(h, fleet(agent("a"), agent("b")), 0)

@@ -148,6 +148,10 @@ for (const [backend, available] of backends) {
         yield* agents.add(id, { ...withoutCert, attestation_model: "push" })
         const pushRows = yield* sql<{ accept_attestations: unknown }>`SELECT accept_attestations FROM push_agents WHERE agent_id = ${id}`
         expect(pushRows.map((r) => Number(r.accept_attestations))).toEqual([1])
+        // the bulk status shows its push status, as GET of the agent does
+        yield* sql`UPDATE push_agents SET attestation_count = 3 WHERE agent_id = ${id}`
+        const bulk = (yield* agents.bulk(v26)) as Record<string, { attestation_count: number }>
+        expect([bulk[id]?.attestation_count, ((yield* agents.show(id, v26)) as { attestation_count: number }).attestation_count]).toEqual([3, 3])
         yield* agents.reactivate(id)
         expect(poller.calls).toEqual([])
         expect(yield* agents.remove(id)).toEqual("deleted")

@@ -116,6 +116,10 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     // --- push agent state ---
     const findPushAgent = (agentId: string) =>
       run("find push agent", sql`SELECT * FROM push_agents WHERE agent_id = ${agentId}`).pipe(Effect.flatMap(one("find push agent", decodePushAgent)))
+    /** Every push agent's row (the bulk status merges them). */
+    const listPushAgents = run("list push agents", sql`SELECT * FROM push_agents`).pipe(
+      Effect.flatMap((rows) => Effect.forEach(rows, (r) => Effect.mapError(decodePushAgent(r), storeError("list push agents"))))
+    )
     /** The agent's push row, created (accepting, no deadline) at its first attestation. */
     const ensurePushAgent = (agentId: string, at: number) =>
       run(
@@ -230,6 +234,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       deleteExpiredSessions,
       findPushAgent,
       ensurePushAgent,
+      listPushAgents,
       reserveIndex,
       recordOutcome,
       expireDeadlines,
