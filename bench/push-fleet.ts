@@ -49,9 +49,17 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
-  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], { stdio: ["ignore", "pipe", "inherit"] })
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", `mode = "push"`, ""].join("\n"))
+  // BENCH_PROF_DIR=<dir>: a CPU profile of the verifier process (written when it exits); the fleet's
+  // window is printed in the profile's clock (monotonic µs) for bench/_profileSummary.ts
+  const prof = process.env["BENCH_PROF_DIR"]
+  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), "--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])))
   yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
   const url = yield* Effect.async<string>((resume) => {
     let out = ""
     child.stdout.on("data", (d: Buffer) => {
@@ -119,6 +127,7 @@ const main = Effect.gen(function*() {
   // the fleet
   const cpuBefore = cpuMs(pid)
   const start = performance.now()
+  const windowStartUs = monotonicUs()
   const fibers = yield* Effect.forEach(agents, (a) =>
     Effect.fork(
       runPushAgent({
@@ -138,6 +147,7 @@ const main = Effect.gen(function*() {
     yield* Effect.sleep(Duration.seconds(1))
     rssPeak = Math.max(rssPeak, rssKb(pid))
   }
+  const windowEndUs = monotonicUs()
   yield* Effect.forEach(fibers, Fiber.interrupt, { discard: true })
   yield* Effect.sleep("1 second") // the last verdicts
   const seconds = (performance.now() - start) / 1000
@@ -161,6 +171,7 @@ const main = Effect.gen(function*() {
   console.log(`${AGENTS} push agents, quote_interval 2 s, ${seconds.toFixed(1)} s: ${done} attestations verified (${passed} pass), ${(done / seconds).toFixed(2)}/s`)
   console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation (session share, phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
+  if (prof !== undefined) console.log(`profile window (monotonic µs): ${windowStartUs} ${windowEndUs}`)
   console.log(`BENCH push_attestations_per_s ${(done / seconds).toFixed(2)} 1/s`)
   console.log(`BENCH push_cpu_ms_per_attestation ${perAttestation.toFixed(2)} ms`)
   console.log(`BENCH push_verdict_p50_ms ${percentile(latencies, 50).toFixed(0)} ms`)

@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { storeError } from "../errors.js"
+import { storeError, VerifierStoreError } from "../errors.js"
 
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
@@ -214,6 +214,25 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           failure_reason = ${r.reason}, failures = ${r.failures}, verification_completed_at = ${r.at}
           WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'evaluating_evidence'`
       )
+    /**
+     * A verdict in one transaction: the attestation completed, the agent's push state
+     * (recordOutcome) and, for a pass that extends tokens, the agent's active token.
+     */
+    const recordVerdict = (
+      agentId: string,
+      idx: number,
+      v: {
+        readonly verdict: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }
+        readonly outcome: OutcomeWrite
+        readonly tokenExpiresAt: number | undefined
+      }
+    ) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* completeAttestation(agentId, idx, v.verdict)
+        yield* recordOutcome(agentId, v.outcome)
+        if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
+      })).pipe(Effect.mapError((e) => e instanceof VerifierStoreError ? e : storeError("record push verdict")(e)))
+
     /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
     const evaluating = run(
       "list evaluating attestations",
@@ -241,6 +260,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       listAttestations,
       acceptEvidence,
       completeAttestation,
+      recordVerdict,
       evaluating
     } as const
   })

@@ -128,7 +128,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     const active = [...ACTIVE_STATES]
 
     const views = (operation: string, where: Statement.Fragment) =>
-      sql`SELECT ${viewColumns} FROM ${viewFrom} WHERE ${where} ORDER BY a.seq, a.agent_id`.pipe(
+      // the view reads only the policies' facts: the covering indexes answer it (a push attestation reads it three times)
+      sql`SELECT ${viewColumns} FROM ${factsFrom} WHERE ${where} ORDER BY a.seq, a.agent_id`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, (r) => decodeView(r))),
         Effect.mapError(storeError(operation))
       )
