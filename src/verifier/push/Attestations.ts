@@ -135,7 +135,6 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const pass = failures.length === 0
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
-        // the verdict, the agent's push state and its token's extension: one transaction (one commit)
         yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {

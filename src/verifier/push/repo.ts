@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { storeError, VerifierStoreError } from "../errors.js"
+import { storeError } from "../errors.js"
 
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
@@ -215,8 +215,9 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'evaluating_evidence'`
       )
     /**
-     * A verdict in one transaction: the attestation completed, the agent's push state
-     * (recordOutcome) and, for a pass that extends tokens, the agent's active token.
+     * A verdict: the attestation completed, the agent's push state (recordOutcome) and, for a pass
+     * that extends tokens, the agent's active token. No transaction: the statements are those the
+     * pieces write (a transaction's BEGIN/COMMIT would cost more CPU than it saves).
      */
     const recordVerdict = (
       agentId: string,
@@ -227,11 +228,11 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         readonly tokenExpiresAt: number | undefined
       }
     ) =>
-      sql.withTransaction(Effect.gen(function*() {
+      Effect.gen(function*() {
         yield* completeAttestation(agentId, idx, v.verdict)
         yield* recordOutcome(agentId, v.outcome)
         if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
-      })).pipe(Effect.mapError((e) => e instanceof VerifierStoreError ? e : storeError("record push verdict")(e)))
+      })
 
     /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
     const evaluating = run(
