@@ -56,12 +56,16 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const quoteMs = config.quote_interval * 1000
+    // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
+    // statements and repositories below them), and making them is a large share of an attestation's CPU
+    const traced = config.otlp_endpoint.trim() !== ""
+    const untracedUnlessExported = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(e, traced)
 
     const findAgent = (agentId: string) =>
       Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
 
     /** Phase 1. */
-    const create = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
+    const createTraced = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
       const view = yield* findAgent(agentId)
       const now = yield* Clock.currentTimeMillis
       // the push row is created at the agent's first attestation (a write only then)
@@ -160,11 +164,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             yield* repo.completeAttestation(agentId, idx, { pass: false, reason: "policy_violation", failures: JSON.stringify([f]), at: now })
           }).pipe(Effect.ignore)
         ),
-        Effect.withSpan("Attestations.verify")
+        Effect.withSpan("Attestations.verify"),
+        untracedUnlessExported
       )
 
     /** Phase 2: the evidence stored, the verdict left to a background fiber. */
-    const submit = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
+    const submitTraced = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
       const view = yield* findAgent(agentId)
       const latest = yield* repo.latestAttestation(agentId)
       if (Option.isNone(latest)) return yield* new AttestationNotFound({ agentId })
@@ -213,6 +218,11 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
 
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)
+
+    const create = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
+      untracedUnlessExported(createTraced(agentId, input))
+    const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+      untracedUnlessExported(submitTraced(agentId, index, collected))
 
     return { create, submit, list, show, reactivate, idle } as const
   })

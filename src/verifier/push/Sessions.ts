@@ -73,8 +73,11 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
     })
 
     /** The session a token names, if the token is its own and still valid at `now`. */
+    // every agent request checks its token: no spans without an OTLP exporter (as the pull loop)
+    const traced = config.otlp_endpoint.trim() !== ""
     const checkToken = (token: string) =>
       checkTokenOnce(token).pipe(
+        Effect.withTracerEnabled(traced),
         Effect.tapBoth({
           onFailure: (e) => recordPushToken(e.reason === "expired" ? "expired" : "rejected"),
           onSuccess: () => recordPushToken("accepted")

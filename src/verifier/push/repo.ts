@@ -5,7 +5,7 @@
  * PostgreSQL.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
 import { storeError } from "../errors.js"
 
@@ -74,15 +74,19 @@ export interface OutcomeWrite {
   readonly clearFailures: boolean
 }
 
-const decodeSession = Schema.decodeUnknown(SessionRow)
-const decodePushAgent = Schema.decodeUnknown(PushAgentRow)
-const decodeAttestation = Schema.decodeUnknown(AttestationRow)
+// synchronous decoders: a row read on every request need not pay for an effect per row
+const decodeSession = Schema.decodeUnknownEither(SessionRow)
+const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
+const decodeAttestation = Schema.decodeUnknownEither(AttestationRow)
 
 export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/PushRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const one = <A>(operation: string, decode: (u: unknown) => Effect.Effect<A, unknown>) => (rows: ReadonlyArray<unknown>) =>
-      rows.length === 0 ? Effect.succeed(Option.none<A>()) : Effect.map(Effect.mapError(decode(rows[0]), storeError(operation)), Option.some)
+    const one = <A>(operation: string, decode: (u: unknown) => Either.Either<A, unknown>) => (rows: ReadonlyArray<unknown>) => {
+      if (rows.length === 0) return Effect.succeed(Option.none<A>())
+      const decoded = decode(rows[0])
+      return Either.isRight(decoded) ? Effect.succeed(Option.some(decoded.right)) : Effect.fail(storeError(operation)(decoded.left))
+    }
     const run = <A>(operation: string, e: Effect.Effect<A, unknown>) => Effect.mapError(e, storeError(operation))
 
     // --- sessions ---
@@ -198,7 +202,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       )
     const listAttestations = (agentId: string) =>
       run("list attestations", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx`).pipe(
-        Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => decodeAttestation(r)), storeError("list attestations")))
+        Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => Either.match(decodeAttestation(r), { onLeft: Effect.fail, onRight: Effect.succeed })), storeError("list attestations")))
       )
     /** Evidence accepted for verification, only while the attestation still awaits it. */
     const acceptEvidence = (agentId: string, idx: number, evidence: string, at: number) =>
