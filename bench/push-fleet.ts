@@ -29,6 +29,7 @@ import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluat
 import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
 import { evidenceOf } from "../src/verifier/push/evidence.js"
 import { policyOfMachine } from "../test/push/support.js"
+import { pullPhase } from "./_pullPhase.js"
 import { validBody } from "../test/verifier/support.js"
 
 const AGENTS = Number(process.argv[2] ?? 20)
@@ -205,6 +206,8 @@ const main = Effect.gen(function*() {
     }
   }
   latencies.sort((a, b) => a - b)
+  // the pull figure in the same run (BENCH_PULL=0 leaves it out): a pull-mode verifier, same N and window
+  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* pullPhase({ agents: AGENTS, seconds: SECONDS, dir, caDir })
   const perAttestation = cpu / Math.max(1, inWindow)
   console.log(`${AGENTS} push agents, quote_interval 2 s: warm-up ${warmSeconds.toFixed(1)} s, then ${inWindow} attestations in ${seconds.toFixed(1)} s (${(inWindow / seconds).toFixed(2)}/s); ${done} verified in all (${passed} pass)`)
   console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation after warm-up (phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
@@ -218,6 +221,11 @@ const main = Effect.gen(function*() {
   console.log(`BENCH push_verdict_p50_ms ${percentile(latencies, 50).toFixed(0)} ms`)
   console.log(`BENCH push_verdict_p99_ms ${percentile(latencies, 99).toFixed(0)} ms`)
   console.log(`BENCH push_kb_per_agent ${((rssAfter - rssBefore) / AGENTS).toFixed(0)} kB`)
+  if (pull !== undefined) {
+    console.log(`pull in the same run: ${AGENTS} agents (bench/_fleet.ts), ${pull.attestations} attestations in ${pull.seconds.toFixed(1)} s, ${pull.onSchedule}/${AGENTS} on schedule, verifier CPU ${pull.cpuMsPerAttestation.toFixed(2)} ms per attestation`)
+    console.log(`BENCH pull_cpu_ms_per_attestation ${pull.cpuMsPerAttestation.toFixed(2)} ms`)
+    console.log(`BENCH push_to_pull_cpu_ratio ${(perAttestation / pull.cpuMsPerAttestation).toFixed(2)}`)
+  }
   console.log(`BENCH push_evaluate_in_process_ms ${inProcessMs.toFixed(3)} ms`)
 })
 
