@@ -42,6 +42,25 @@ const cpuMs = (pid: number): number => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
 }
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
+/** Client ports of established TCP connections to `port` on this host (/proc/net/tcp{,6}). */
+const clientPortsOf = (port: number): Set<number> => {
+  const out = new Set<number>()
+  for (const f of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = readFileSync(f, "utf8")
+    } catch {
+      continue
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length < 4 || cols[3] !== "01") continue
+      const local = parseInt(cols[1]!.split(":")[1]!, 16)
+      if (local === port) out.add(parseInt(cols[2]!.split(":")[1]!, 16))
+    }
+  }
+  return out
+}
 const b64 = (b: Uint8Array | string) => Buffer.from(b).toString("base64")
 const idOf = (i: number) => `f1ee7000-0000-4000-8000-${String(i).padStart(12, "0")}`
 
@@ -158,6 +177,8 @@ const main = Effect.gen(function*() {
   const start = performance.now()
   const windowStartUs = monotonicUs()
   const acceptedBefore = (yield* accepted).reduce((a, b) => a + b, 0)
+  const verifierPort = Number(new URL(url).port)
+  const portsBefore = clientPortsOf(verifierPort)
   // the verifier's peak RSS over the run (a single reading after it is GC noise)
   let rssPeak = rssKb(pid)
   for (let t = 0; t < SECONDS; t++) {
@@ -168,6 +189,9 @@ const main = Effect.gen(function*() {
   const cpu = cpuMs(pid) - cpuBefore
   const seconds = (performance.now() - start) / 1000
   const inWindow = (yield* accepted).reduce((a, b) => a + b, 0) - acceptedBefore
+  // kept-alive connections: the same client ports at both ends of the window mean no new TLS handshakes
+  const portsAfter = clientPortsOf(verifierPort)
+  const kept = [...portsBefore].filter((p) => portsAfter.has(p)).length
   yield* Effect.forEach(fibers, Fiber.interrupt, { discard: true })
   yield* Effect.sleep("1 second") // the last verdicts
   const rssAfter = Math.max(rssPeak, rssKb(pid))
@@ -212,6 +236,7 @@ const main = Effect.gen(function*() {
   console.log(`${AGENTS} push agents, quote_interval 2 s: warm-up ${warmSeconds.toFixed(1)} s, then ${inWindow} attestations in ${seconds.toFixed(1)} s (${(inWindow / seconds).toFixed(2)}/s); ${done} verified in all (${passed} pass)`)
   console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation after warm-up (phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
   const totals = (yield* Effect.forEach(stats, Ref.get)).reduce((t, c) => ({ accepted: t.accepted + c.accepted, refused: t.refused + c.refused, sessions: t.sessions + c.sessions }), { accepted: 0, refused: 0, sessions: 0 })
+  console.log(`connections to the verifier: ${portsBefore.size} at the window's start, ${portsAfter.size} at its end, ${kept} the same (kept alive)`)
   console.log(`agents: ${totals.accepted} evidence accepted, ${totals.refused} steps refused, ${totals.sessions} sessions`)
   console.log(`idle verifier: ${idleMsPerS.toFixed(1)} ms CPU per second`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
