@@ -8,7 +8,7 @@
  * recover (Keylime's 403 agent_attestations_disabled is for pull agents).
  */
 import * as crypto from "node:crypto"
-import { Clock, Effect, Either, FiberSet, Option, Schema } from "effect"
+import { Clock, Effect, Either, FiberSet, Option } from "effect"
 import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
 import { makeFailure } from "../../../schemas/Evidence.js"
 import { VerifierConfig } from "../../config/services.js"
@@ -41,10 +41,12 @@ const bootSeconds = (text: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000)
 }
 
-const decodeRequested = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.Unknown)))
-
-export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> =>
-  decodeRequested(row.evidence_requested) as ReadonlyArray<EvidenceRequested>
+/** The request phase 1 stored (its own JSON, read up to three times per attestation: a plain parse). */
+export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> => {
+  const parsed: unknown = JSON.parse(row.evidence_requested)
+  if (!Array.isArray(parsed)) throw new Error(`attestation ${row.idx} of agent ${row.agent_id}: evidence_requested is not an array`)
+  return parsed as ReadonlyArray<EvidenceRequested>
+}
 
 export class Attestations extends Effect.Service<Attestations>()("attest/verifier/push/Attestations", {
   scoped: Effect.gen(function*() {
