@@ -11,7 +11,7 @@
  *   npm run bench -- push-fleet [agents] [seconds]
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option } from "effect"
+import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -29,6 +29,7 @@ import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluat
 import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
 import { evidenceOf } from "../src/verifier/push/evidence.js"
 import { policyOfMachine } from "../test/push/support.js"
+import { pullPhase } from "./_pullPhase.js"
 import { validBody } from "../test/verifier/support.js"
 
 const AGENTS = Number(process.argv[2] ?? 20)
@@ -41,6 +42,25 @@ const cpuMs = (pid: number): number => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
 }
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
+/** Client ports of established TCP connections to `port` on this host (/proc/net/tcp{,6}). */
+const clientPortsOf = (port: number): Set<number> => {
+  const out = new Set<number>()
+  for (const f of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = readFileSync(f, "utf8")
+    } catch {
+      continue
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length < 4 || cols[3] !== "01") continue
+      const local = parseInt(cols[1]!.split(":")[1]!, 16)
+      if (local === port) out.add(parseInt(cols[2]!.split(":")[1]!, 16))
+    }
+  }
+  return out
+}
 const b64 = (b: Uint8Array | string) => Buffer.from(b).toString("base64")
 const idOf = (i: number) => `f1ee7000-0000-4000-8000-${String(i).padStart(12, "0")}`
 
@@ -49,9 +69,20 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
-  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], { stdio: ["ignore", "pipe", "inherit"] })
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", `mode = "push"`, `policy_cache_size = ${AGENTS}`, ""].join("\n"))
+  // push mode: a push deployment's verifier runs no pull loop (in pull mode the loop would poll the
+  // v2-enrolled agents at their contact port). Every agent has its own runtime policy here: the
+  // cache holds them all, as the pull bench's one shared policy stays compiled.
+  // BENCH_PROF_DIR=<dir>: a CPU profile of the verifier process (written when it exits); the fleet's
+  // window is printed in the profile's clock (monotonic µs) for bench/_profileSummary.ts
+  const prof = process.env["BENCH_PROF_DIR"]
+  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), "--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])))
   yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
   const url = yield* Effect.async<string>((resume) => {
     let out = ""
     child.stdout.on("data", (d: Buffer) => {
@@ -116,10 +147,14 @@ const main = Effect.gen(function*() {
   for (let i = 0; i < inN; i++) evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
   const inProcessMs = (performance.now() - inStart) / inN
 
+  // the verifier's own idle cost (timers, sweeps), part of every figure below
+  const idle0 = cpuMs(pid)
+  yield* Effect.sleep("3 seconds")
+  const idleMsPerS = (cpuMs(pid) - idle0) / 3
+
   // the fleet
-  const cpuBefore = cpuMs(pid)
-  const start = performance.now()
-  const fibers = yield* Effect.forEach(agents, (a) =>
+  const stats = yield* Effect.forEach(agents, () => Ref.make({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
+  const fibers = yield* Effect.forEach(agents, (a, i) =>
     Effect.fork(
       runPushAgent({
         agentId: a.agentId,
@@ -130,19 +165,57 @@ const main = Effect.gen(function*() {
         verifierCa: ca,
         attestationIntervalSeconds: 2,
         backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
-      }).pipe(Effect.provide(a.ctx), Effect.provide(NodeHttpClient.layerUndici))
+      }, stats[i]).pipe(Effect.provide(a.ctx), Effect.provide(NodeHttpClient.layerUndici))
     ))
+  const accepted = Effect.map(Effect.forEach(stats, Ref.get), (all) => all.map((c) => c.accepted))
+  // warm-up, as the pull bench's: every agent has its session (a real agent keeps one: each pass
+  // extends it) and has sent its whole IMA list once; at most 60 s
+  const warm = performance.now()
+  while ((yield* accepted).some((n) => n < 2) && performance.now() - warm < 60_000) yield* Effect.sleep("500 millis")
+  const warmSeconds = (performance.now() - warm) / 1000
+  const cpuBefore = cpuMs(pid)
+  const start = performance.now()
+  const windowStartUs = monotonicUs()
+  const acceptedBefore = (yield* accepted).reduce((a, b) => a + b, 0)
+  const verifierPort = Number(new URL(url).port)
+  const portsBefore = clientPortsOf(verifierPort)
   // the verifier's peak RSS over the run (a single reading after it is GC noise)
   let rssPeak = rssKb(pid)
   for (let t = 0; t < SECONDS; t++) {
     yield* Effect.sleep(Duration.seconds(1))
     rssPeak = Math.max(rssPeak, rssKb(pid))
   }
+  const windowEndUs = monotonicUs()
+  const cpu = cpuMs(pid) - cpuBefore
+  const seconds = (performance.now() - start) / 1000
+  const inWindow = (yield* accepted).reduce((a, b) => a + b, 0) - acceptedBefore
+  // kept-alive connections: the same client ports at both ends of the window mean no new TLS handshakes
+  const portsAfter = clientPortsOf(verifierPort)
+  const kept = [...portsBefore].filter((p) => portsAfter.has(p)).length
   yield* Effect.forEach(fibers, Fiber.interrupt, { discard: true })
   yield* Effect.sleep("1 second") // the last verdicts
-  const seconds = (performance.now() - start) / 1000
-  const cpu = cpuMs(pid) - cpuBefore
   const rssAfter = Math.max(rssPeak, rssKb(pid))
+
+  // BENCH_PROBE=1: the verifier's CPU per request of a few kinds, one kept-alive connection (where the fixed costs are)
+  if (process.env["BENCH_PROBE"] === "1") {
+    const https = yield* Effect.promise(() => import("node:https"))
+    const keep = new https.Agent({ keepAlive: true, maxSockets: 1 })
+    const probe = (label: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      Effect.gen(function*() {
+        const n = 1000
+        for (let i = 0; i < 50; i++) yield* rawRequest({ method, baseUrl: url, path, tls: admin, agent: keep, headers, ...(body === undefined ? {} : { body }) }).pipe(Effect.orDie)
+        const c0 = cpuMs(pid)
+        const t0 = monotonicUs()
+        for (let i = 0; i < n; i++) yield* rawRequest({ method, baseUrl: url, path, tls: admin, agent: keep, headers, ...(body === undefined ? {} : { body }) }).pipe(Effect.orDie)
+        console.log(`probe ${label}: ${((cpuMs(pid) - c0) / n).toFixed(3)} ms verifier CPU per request (window ${t0} ${monotonicUs()})`)
+      })
+    yield* probe("GET /v3.0/ (platform, router)", "GET", "/v3.0/")
+    yield* probe("GET /v2.6/agents/<id> (admin, v2 view)", "GET", `/v2.6/agents/${agents[0]!.agentId}`)
+    yield* probe("GET /v3.0/agents/<id>/attestations/latest (admin)", "GET", `/v3.0/agents/${agents[0]!.agentId}/attestations/latest`)
+    yield* probe("GET /v3.0/agents/<id> (admin, push status)", "GET", `/v3.0/agents/${agents[0]!.agentId}`)
+    yield* probe("POST /v3.0/agents/<id>/attestations (bad token: 401)", "POST", `/v3.0/agents/${agents[0]!.agentId}/attestations`, { authorization: `Bearer ${"0".repeat(8)}-0000-4000-8000-000000000000.abc`, "content-type": "application/vnd.api+json" }, "{}")
+    keep.destroy()
+  }
 
   const latencies: Array<number> = []
   let done = 0
@@ -157,15 +230,27 @@ const main = Effect.gen(function*() {
     }
   }
   latencies.sort((a, b) => a - b)
-  const perAttestation = cpu / Math.max(1, done)
-  console.log(`${AGENTS} push agents, quote_interval 2 s, ${seconds.toFixed(1)} s: ${done} attestations verified (${passed} pass), ${(done / seconds).toFixed(2)}/s`)
-  console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation (session share, phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
+  // the pull figure in the same run (BENCH_PULL=0 leaves it out): a pull-mode verifier, same N and window
+  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* pullPhase({ agents: AGENTS, seconds: SECONDS, dir, caDir })
+  const perAttestation = cpu / Math.max(1, inWindow)
+  console.log(`${AGENTS} push agents, quote_interval 2 s: warm-up ${warmSeconds.toFixed(1)} s, then ${inWindow} attestations in ${seconds.toFixed(1)} s (${(inWindow / seconds).toFixed(2)}/s); ${done} verified in all (${passed} pass)`)
+  console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation after warm-up (phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
+  const totals = (yield* Effect.forEach(stats, Ref.get)).reduce((t, c) => ({ accepted: t.accepted + c.accepted, refused: t.refused + c.refused, sessions: t.sessions + c.sessions }), { accepted: 0, refused: 0, sessions: 0 })
+  console.log(`connections to the verifier: ${portsBefore.size} at the window's start, ${portsAfter.size} at its end, ${kept} the same (kept alive)`)
+  console.log(`agents: ${totals.accepted} evidence accepted, ${totals.refused} steps refused, ${totals.sessions} sessions`)
+  console.log(`idle verifier: ${idleMsPerS.toFixed(1)} ms CPU per second`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
-  console.log(`BENCH push_attestations_per_s ${(done / seconds).toFixed(2)} 1/s`)
+  if (prof !== undefined) console.log(`profile window (monotonic µs): ${windowStartUs} ${windowEndUs}`)
+  console.log(`BENCH push_attestations_per_s ${(inWindow / seconds).toFixed(2)} 1/s`)
   console.log(`BENCH push_cpu_ms_per_attestation ${perAttestation.toFixed(2)} ms`)
   console.log(`BENCH push_verdict_p50_ms ${percentile(latencies, 50).toFixed(0)} ms`)
   console.log(`BENCH push_verdict_p99_ms ${percentile(latencies, 99).toFixed(0)} ms`)
   console.log(`BENCH push_kb_per_agent ${((rssAfter - rssBefore) / AGENTS).toFixed(0)} kB`)
+  if (pull !== undefined) {
+    console.log(`pull in the same run: ${AGENTS} agents (bench/_fleet.ts), ${pull.attestations} attestations in ${pull.seconds.toFixed(1)} s, ${pull.onSchedule}/${AGENTS} on schedule, verifier CPU ${pull.cpuMsPerAttestation.toFixed(2)} ms per attestation`)
+    console.log(`BENCH pull_cpu_ms_per_attestation ${pull.cpuMsPerAttestation.toFixed(2)} ms`)
+    console.log(`BENCH push_to_pull_cpu_ratio ${(perAttestation / pull.cpuMsPerAttestation).toFixed(2)}`)
+  }
   console.log(`BENCH push_evaluate_in_process_ms ${inProcessMs.toFixed(3)} ms`)
 })
 

@@ -8,15 +8,17 @@
  * recover (Keylime's 403 agent_attestations_disabled is for pull agents).
  */
 import * as crypto from "node:crypto"
-import { Clock, Effect, Either, FiberSet, Option, Schema } from "effect"
+import { Clock, Effect, Either, FiberSet, Option } from "effect"
 import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
 import { makeFailure } from "../../../schemas/Evidence.js"
 import { VerifierConfig } from "../../config/services.js"
 import { recordAttestation } from "../../ops/metrics.js"
 import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
+import type { TpmEvidence } from "../evaluate/types.js"
 import { decodeEvaluationState, encodeEvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
+import type { AgentView } from "../repo/rows.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
 import {
   AttestationNotFound,
@@ -40,10 +42,12 @@ const bootSeconds = (text: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000)
 }
 
-const decodeRequested = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Schema.Unknown)))
-
-export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> =>
-  decodeRequested(row.evidence_requested) as ReadonlyArray<EvidenceRequested>
+/** The request phase 1 stored (its own JSON, read up to three times per attestation: a plain parse). */
+export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> => {
+  const parsed: unknown = JSON.parse(row.evidence_requested)
+  if (!Array.isArray(parsed)) throw new Error(`attestation ${row.idx} of agent ${row.agent_id}: evidence_requested is not an array`)
+  return parsed as ReadonlyArray<EvidenceRequested>
+}
 
 export class Attestations extends Effect.Service<Attestations>()("attest/verifier/push/Attestations", {
   scoped: Effect.gen(function*() {
@@ -55,16 +59,21 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const quoteMs = config.quote_interval * 1000
+    // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
+    // statements and repositories below them), and making them is a large share of an attestation's CPU
+    const traced = config.otlp_endpoint.trim() !== ""
+    const untracedUnlessExported = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(e, traced)
 
     const findAgent = (agentId: string) =>
       Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
 
     /** Phase 1. */
-    const create = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
+    const createTraced = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
       const view = yield* findAgent(agentId)
       const now = yield* Clock.currentTimeMillis
-      yield* repo.ensurePushAgent(agentId, now)
-      const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
+      // the push row is created at the agent's first attestation (a write only then)
+      const found = yield* repo.findPushAgent(agentId)
+      const push = Option.isSome(found) ? found.value : yield* Effect.zipRight(repo.ensurePushAgent(agentId, now), Effect.map(repo.findPushAgent(agentId), Option.getOrThrow))
       const latest = yield* repo.latestAttestation(agentId)
       if (Option.isSome(latest)) {
         const l = latest.value
@@ -107,14 +116,24 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       } satisfies AttestationRow
     })
 
-    /** The background judgement of attestation `idx` (also run again at start for one a stopped process left). */
-    const verify = (agentId: string, idx: number) =>
+    /**
+     * The background judgement of attestation `idx`: phase 2 hands over what it just read and
+     * stored (the evidence decoded, the agent's view); run again at start, it reads them.
+     */
+    const verify = (agentId: string, idx: number, accepted?: { readonly evidence: Either.Either<TpmEvidence, unknown>; readonly view: AgentView }) =>
       Effect.gen(function*() {
-        const row = yield* repo.findAttestation(agentId, idx)
-        if (Option.isNone(row) || row.value.stage !== "evaluating_evidence" || row.value.evidence === null) return
-        const collected = JSON.parse(row.value.evidence) as ReadonlyArray<EvidenceCollected>
-        const evidence = evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) })
-        const view = yield* findAgent(agentId)
+        let evidence: Either.Either<TpmEvidence, unknown>
+        let view: AgentView
+        if (accepted !== undefined) {
+          evidence = accepted.evidence
+          view = accepted.view
+        } else {
+          const row = yield* repo.findAttestation(agentId, idx)
+          if (Option.isNone(row) || row.value.stage !== "evaluating_evidence" || row.value.evidence === null) return
+          const collected = JSON.parse(row.value.evidence) as ReadonlyArray<EvidenceCollected>
+          evidence = evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) })
+          view = yield* findAgent(agentId)
+        }
         const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
         const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
         const policy = yield* policies.policyOf(view)
@@ -122,16 +141,19 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const failures = evaluation?.failures ?? [makeFailure("qoute_validation.invalid_quote", "the evidence does not answer the request")]
         const pass = failures.length === 0
         const now = yield* Clock.currentTimeMillis
-        yield* repo.completeAttestation(agentId, idx, { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now })
-        yield* repo.recordOutcome(agentId, {
-          pass,
-          at: now,
-          deadlineAt: now + quoteMs * 5,
-          evaluationState: evaluation === undefined ? push.evaluation_state : encodeEvaluationState(evaluation.nextState),
-          clearFailures: config.auto_recover_attestation_failures
+        const deadlineAt = now + quoteMs * 5
+        yield* repo.recordVerdict(agentId, idx, {
+          verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
+          outcome: {
+            pass,
+            at: now,
+            deadlineAt,
+            evaluationState: evaluation === undefined ? push.evaluation_state : encodeEvaluationState(evaluation.nextState),
+            clearFailures: config.auto_recover_attestation_failures
+          },
+          tokenExpiresAt: pass ? sessions.extendedTokenExpiry(now) : undefined
         })
-        yield* liveness.rescheduled
-        if (pass) yield* sessions.extendOnAttestation(agentId)
+        yield* liveness.rescheduled(deadlineAt)
         yield* recordAttestation("push", pass, failures.map((f) => f.type))
         yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: ${pass ? "pass" : `fail (${failureReasonOf(failures)}: ${failures.map((f) => f.type).join(", ")})`}`).pipe(
           Effect.annotateLogs({ agent_id: agentId })
@@ -145,27 +167,29 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             yield* repo.completeAttestation(agentId, idx, { pass: false, reason: "policy_violation", failures: JSON.stringify([f]), at: now })
           }).pipe(Effect.ignore)
         ),
-        Effect.withSpan("Attestations.verify")
+        Effect.withSpan("Attestations.verify"),
+        untracedUnlessExported
       )
 
     /** Phase 2: the evidence stored, the verdict left to a background fiber. */
-    const submit = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
-      yield* findAgent(agentId)
+    const submitTraced = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
+      const view = yield* findAgent(agentId)
       const latest = yield* repo.latestAttestation(agentId)
       if (Option.isNone(latest)) return yield* new AttestationNotFound({ agentId })
-      const target = index === "latest" ? latest.value : Option.getOrUndefined(yield* repo.findAttestation(agentId, index))
+      const target = index === "latest" || index === latest.value.idx ? latest.value : Option.getOrUndefined(yield* repo.findAttestation(agentId, index))
       if (target === undefined) return yield* new AttestationNotFound({ agentId, index: index as number })
       if (target.idx !== latest.value.idx) return yield* new OldAttestation({ agentId, index: target.idx })
       if (target.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: target.idx })
       const now = yield* Clock.currentTimeMillis
       if (now >= target.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: target.idx, expiredAt: target.challenges_expire_at })
-      yield* evidenceOf(requestedOf(target), collected, { bootTime: bootSeconds(target.boot_time) })
-      if (!(yield* repo.acceptEvidence(agentId, target.idx, JSON.stringify(collected), now))) {
+      const evidence = yield* evidenceOf(requestedOf(target), collected, { bootTime: bootSeconds(target.boot_time) })
+      const stored = JSON.stringify(collected)
+      if (!(yield* repo.acceptEvidence(agentId, target.idx, stored, now))) {
         return yield* new EvidenceImmutable({ agentId, index: target.idx })
       }
-      yield* FiberSet.run(background, verify(agentId, target.idx))
+      yield* FiberSet.run(background, verify(agentId, target.idx, { evidence: Either.right(evidence), view }))
       return {
-        row: { ...target, stage: "evaluating_evidence", evidence: JSON.stringify(collected), evidence_received_at: now } satisfies AttestationRow,
+        row: { ...target, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
         secondsToNext: Math.max(0, Math.round((now + quoteMs - now) / 1000))
       }
     })
@@ -197,6 +221,11 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
 
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)
+
+    const create = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
+      untracedUnlessExported(createTraced(agentId, input))
+    const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+      untracedUnlessExported(submitTraced(agentId, index, collected))
 
     return { create, submit, list, show, reactivate, idle } as const
   })

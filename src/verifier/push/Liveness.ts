@@ -16,8 +16,13 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
   scoped: Effect.gen(function*() {
     const repo = yield* PushRepo
     const wake = yield* Queue.sliding<void>(1)
+    // when the sweeper looks next (epoch ms); -Infinity while it sweeps, so a deadline written
+    // meanwhile wakes it again. A verdict's deadline (now + 5 intervals) is almost never earlier
+    // than the one awaited: waking the sweeper for it would cost two statements per attestation.
+    let wakeAt = Number.NEGATIVE_INFINITY
 
     const sweep = Effect.gen(function*() {
+      wakeAt = Number.NEGATIVE_INFINITY
       const now = yield* Clock.currentTimeMillis
       const expired = yield* repo.expireDeadlines(now)
       for (const agentId of expired) {
@@ -27,6 +32,7 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
       }
       const next = yield* repo.nextDeadline
       const wait = Option.match(next, { onNone: () => MAX_SLEEP_MS, onSome: (d) => Math.min(MAX_SLEEP_MS, Math.max(0, d - now)) })
+      wakeAt = now + wait
       // woken early when a deadline is (re)scheduled: it may be the first one
       yield* Effect.raceFirst(Effect.sleep(Duration.millis(wait)), Queue.take(wake))
     }).pipe(
@@ -35,8 +41,8 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
 
     yield* Effect.forkScoped(Effect.forever(sweep))
 
-    /** A deadline was written: look again. */
-    const rescheduled = Queue.offer(wake, undefined).pipe(Effect.asVoid)
+    /** A deadline was written: look again if it falls before the sweeper's next look. */
+    const rescheduled = (deadlineAt: number) => deadlineAt < wakeAt ? Queue.offer(wake, undefined).pipe(Effect.asVoid) : Effect.void
     return { rescheduled } as const
   })
 }) {}

@@ -73,8 +73,11 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
     })
 
     /** The session a token names, if the token is its own and still valid at `now`. */
+    // every agent request checks its token: no spans without an OTLP exporter (as the pull loop)
+    const traced = config.otlp_endpoint.trim() !== ""
     const checkToken = (token: string) =>
       checkTokenOnce(token).pipe(
+        Effect.withTracerEnabled(traced),
         Effect.tapBoth({
           onFailure: (e) => recordPushToken(e.reason === "expired" ? "expired" : "rejected"),
           onSuccess: () => recordPushToken("accepted")
@@ -139,12 +142,9 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
       } as SessionOutcome
     })
 
-    /** A passed attestation: the agent's token lives session_lifetime from now. */
-    const extendOnAttestation = (agentId: string) =>
-      config.extend_token_on_attestation
-        ? Effect.flatMap(Clock.currentTimeMillis, (now) => repo.extendAgentTokens(agentId, now + lifetimeMs))
-        : Effect.void
+    /** A passed attestation at `now`: when the agent's token expires then (session_lifetime from now), or undefined when passes do not extend it. */
+    const extendedTokenExpiry = (now: number): number | undefined => config.extend_token_on_attestation ? now + lifetimeMs : undefined
 
-    return { create, prove, checkToken, extendOnAttestation } as const
+    return { create, prove, checkToken, extendedTokenExpiry } as const
   })
 }) {}

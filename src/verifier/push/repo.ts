@@ -5,7 +5,7 @@
  * PostgreSQL.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
 import { storeError } from "../errors.js"
 
@@ -74,15 +74,19 @@ export interface OutcomeWrite {
   readonly clearFailures: boolean
 }
 
-const decodeSession = Schema.decodeUnknown(SessionRow)
-const decodePushAgent = Schema.decodeUnknown(PushAgentRow)
-const decodeAttestation = Schema.decodeUnknown(AttestationRow)
+// synchronous decoders: a row read on every request need not pay for an effect per row
+const decodeSession = Schema.decodeUnknownEither(SessionRow)
+const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
+const decodeAttestation = Schema.decodeUnknownEither(AttestationRow)
 
 export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/PushRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const one = <A>(operation: string, decode: (u: unknown) => Effect.Effect<A, unknown>) => (rows: ReadonlyArray<unknown>) =>
-      rows.length === 0 ? Effect.succeed(Option.none<A>()) : Effect.map(Effect.mapError(decode(rows[0]), storeError(operation)), Option.some)
+    const one = <A>(operation: string, decode: (u: unknown) => Either.Either<A, unknown>) => (rows: ReadonlyArray<unknown>) => {
+      if (rows.length === 0) return Effect.succeed(Option.none<A>())
+      const decoded = decode(rows[0])
+      return Either.isRight(decoded) ? Effect.succeed(Option.some(decoded.right)) : Effect.fail(storeError(operation)(decoded.left))
+    }
     const run = <A>(operation: string, e: Effect.Effect<A, unknown>) => Effect.mapError(e, storeError(operation))
 
     // --- sessions ---
@@ -202,7 +206,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       )
     const listAttestations = (agentId: string) =>
       run("list attestations", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx`).pipe(
-        Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => decodeAttestation(r)), storeError("list attestations")))
+        Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => Either.match(decodeAttestation(r), { onLeft: Effect.fail, onRight: Effect.succeed })), storeError("list attestations")))
       )
     /** Evidence accepted for verification, only while the attestation still awaits it. */
     const acceptEvidence = (agentId: string, idx: number, evidence: string, at: number) =>
@@ -218,6 +222,26 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           failure_reason = ${r.reason}, failures = ${r.failures}, verification_completed_at = ${r.at}
           WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'evaluating_evidence'`
       )
+    /**
+     * A verdict: the attestation completed, the agent's push state (recordOutcome) and, for a pass
+     * that extends tokens, the agent's active token. No transaction: the statements are those the
+     * pieces write (a transaction's BEGIN/COMMIT would cost more CPU than it saves).
+     */
+    const recordVerdict = (
+      agentId: string,
+      idx: number,
+      v: {
+        readonly verdict: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }
+        readonly outcome: OutcomeWrite
+        readonly tokenExpiresAt: number | undefined
+      }
+    ) =>
+      Effect.gen(function*() {
+        yield* completeAttestation(agentId, idx, v.verdict)
+        yield* recordOutcome(agentId, v.outcome)
+        if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
+      })
+
     /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
     const evaluating = run(
       "list evaluating attestations",
@@ -246,6 +270,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       listAttestations,
       acceptEvidence,
       completeAttestation,
+      recordVerdict,
       evaluating
     } as const
   })

@@ -1,0 +1,117 @@
+/**
+ * Self and inclusive CPU time of a .cpuprofile (node --cpu-prof) by function and by package, over
+ * a window of the profile's clock (monotonic µs, as bench/push-fleet.ts prints it with
+ * BENCH_PROF_DIR). Packages: node_modules/<name>, src/<dir>, node: internals, (gc), (program).
+ *
+ *   node --import tsx bench/_profileSummary.ts <file.cpuprofile> [startUs endUs] [top=40]
+ */
+import { readFileSync } from "node:fs"
+
+interface Node {
+  readonly id: number
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly children?: ReadonlyArray<number>
+}
+interface Profile {
+  readonly nodes: ReadonlyArray<Node>
+  readonly startTime: number
+  readonly endTime: number
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+const [file, from, to, topText] = process.argv.slice(2)
+const profile = JSON.parse(readFileSync(file!, "utf8")) as Profile
+const start = from === undefined ? -Infinity : Number(from)
+const end = to === undefined ? Infinity : Number(to)
+const top = Number(topText ?? 40)
+
+const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+const parent = new Map<number, number>()
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+
+const packageOf = (url: string, name: string): string => {
+  if (url === "") return name.startsWith("(") ? name : "(native)"
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
+  if (nm !== null) return nm[1]!
+  if (url.startsWith("node:")) return "node:" + url.slice(5).split("/")[0]
+  const own = /\/(src|layers|schemas|bench|test)\/([^/]+)/.exec(url)
+  if (own !== null) return own[2]!.endsWith(".ts") ? own[1]! : `${own[1]}/${own[2]}`
+  return url
+}
+const labelOf = (n: Node): string => {
+  const f = n.callFrame
+  const short = f.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(src|layers|schemas|bench)\//, "$1/")
+  return `${f.functionName || "(anonymous)"} ${short}:${f.lineNumber + 1}`
+}
+
+const self = new Map<string, number>()
+const inclusive = new Map<string, number>()
+const pkgSelf = new Map<string, number>()
+const pkgInclusive = new Map<string, number>()
+const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v)
+
+let t = profile.startTime
+let total = 0
+for (let i = 0; i < profile.samples.length; i++) {
+  t += profile.timeDeltas[i]!
+  if (t < start || t > end) continue
+  // a sample stands for the time to the next one
+  const dt = (profile.timeDeltas[i + 1] ?? 0) / 1000
+  const leaf = byId.get(profile.samples[i]!)!
+  if (leaf.callFrame.functionName === "(idle)") continue
+  total += dt
+  add(self, labelOf(leaf), dt)
+  add(pkgSelf, packageOf(leaf.callFrame.url, leaf.callFrame.functionName), dt)
+  const seen = new Set<string>()
+  const seenPkg = new Set<string>()
+  for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
+    const n = byId.get(id)!
+    const label = labelOf(n)
+    if (!seen.has(label)) {
+      seen.add(label)
+      add(inclusive, label, dt)
+    }
+    const pkg = packageOf(n.callFrame.url, n.callFrame.functionName)
+    if (!seenPkg.has(pkg)) {
+      seenPkg.add(pkg)
+      add(pkgInclusive, pkg, dt)
+    }
+  }
+}
+
+const show = (title: string, m: Map<string, number>, n: number) => {
+  console.log(`\n== ${title}`)
+  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n)) {
+    console.log(`${v.toFixed(0).padStart(8)} ms ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+  }
+}
+console.log(`busy CPU in window: ${total.toFixed(0)} ms`)
+show("self by package", pkgSelf, 25)
+show("inclusive by package", pkgInclusive, 25)
+show("self by function", self, top)
+show("inclusive by function", inclusive, top)
+
+// FOCUS=<regex>: the heaviest call paths (nearest 12 frames, outside effect's runtime) through matching frames
+const focus = process.env["FOCUS"]
+if (focus !== undefined) {
+  const re = new RegExp(focus)
+  const paths = new Map<string, number>()
+  let t2 = profile.startTime
+  for (let i = 0; i < profile.samples.length; i++) {
+    t2 += profile.timeDeltas[i]!
+    if (t2 < start || t2 > end) continue
+    const dt = (profile.timeDeltas[i + 1] ?? 0) / 1000
+    const chain: Array<string> = []
+    let hit = false
+    for (let id: number | undefined = profile.samples[i]!; id !== undefined; id = parent.get(id)) {
+      const n = byId.get(id)!
+      const label = labelOf(n)
+      if (re.test(label)) hit = true
+      if (hit && !/effect\/dist|^\(root\)|node:internal\/process|runMicrotasks/.test(label)) chain.push(label)
+      if (chain.length >= 12) break
+    }
+    if (hit) add(paths, chain.join("\n      <- "), dt)
+  }
+  show(`paths through /${focus}/`, paths, 15)
+}
