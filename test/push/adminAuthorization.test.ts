@@ -10,6 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { backends } from "../verifier/support.js"
+import { ADMIN, callAs, callers, EXPIRED, FORMAT, matrixTokens, OWNER, type Route, runMatrix } from "./authorizationMatrix.js"
 import { attestOnce, enrol, openSession, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -18,21 +19,6 @@ const C = "cccccccc-0000-4000-8000-000000000003"
 /** The target of the routes that change or delete: no session of its own. */
 const D = "dddddddd-0000-4000-8000-000000000004"
 
-const ADMIN = "Action requires admin authentication (mTLS certificate)"
-const OWNER = "Agent cannot access resource (ownership required)"
-const EXPIRED = "Authentication token expired"
-const FORMAT = "Invalid Authorization header format"
-
-type Caller = "anonymous" | "admin" | "own" | "other" | "expired" | "ownPlusAdmin" | "malformed"
-const callers: ReadonlyArray<Caller> = ["anonymous", "admin", "own", "other", "expired", "ownPlusAdmin", "malformed"]
-
-interface Route {
-  readonly method: string
-  readonly path: string
-  readonly body?: unknown
-  /** Status and detail per caller; "ok" = passes authorization (any status but 401/403). */
-  readonly expect: Readonly<Record<Caller, "ok" | readonly [number, string]>>
-}
 
 const adminOnly = { anonymous: [403, ADMIN], admin: "ok", own: [403, ADMIN], other: [403, ADMIN], expired: [401, EXPIRED], ownPlusAdmin: [403, ADMIN], malformed: [401, FORMAT] } as const
 const agentOrAdmin = { ...adminOnly, own: "ok", ownPlusAdmin: "ok", other: [403, OWNER] } as const
@@ -74,44 +60,10 @@ describe.each(backends)("v3 administration authorization on %s", (backend, avail
     Effect.gen(function*() {
       const env = yield* PushTestEnv
       for (const id of [A, B, C, D]) yield* enrol(id)
-      const own = (yield* openSession(A)).token!
-      const other = (yield* openSession(B)).token!
-      const expiredSession = yield* openSession(C)
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`UPDATE push_sessions SET token_expires_at = 0 WHERE session_id = ${expiredSession.sessionId}`
-
-      const call = (r: Route, who: Caller) =>
-        env.request(r.method, r.path, {
-          ...(r.body === undefined ? {} : { body: r.body }),
-          ...(r.body !== undefined && r.path.includes("/verify/") ? { contentType: "application/json" } : {}),
-          ...(who === "admin" || who === "ownPlusAdmin" ? { admin: true } : {}),
-          ...(who === "own" || who === "ownPlusAdmin" ? { token: own } : {}),
-          ...(who === "other" ? { token: other } : {}),
-          ...(who === "expired" ? { token: expiredSession.token! } : {}),
-          ...(who === "malformed" ? { authorization: `Token ${own}` } : {})
-        })
-
-      const seen: Array<string> = []
-      const wanted: Array<string> = []
+      const tokens = yield* matrixTokens({ own: A, other: B, expired: C })
       // DELETE of A as admin is the last call of the matrix: the other callers of that route go first
       const ordered = (r: Route) => (r.method === "DELETE" && r.path.includes("/agents/") ? [...callers.filter((c) => c !== "admin"), "admin" as const] : callers)
-      for (const r of routes) {
-        for (const who of ordered(r)) {
-          const reply = yield* call(r, who)
-          const want = r.expect[who]
-          const line = (status: number, detail: string) => `${r.method} ${r.path} as ${who}: ${status} ${detail}`
-          if (want === "ok") {
-            wanted.push(`${r.method} ${r.path} as ${who}: authorized`)
-            seen.push(reply.status === 401 || reply.status === 403 ? line(reply.status, reply.json?.errors?.[0]?.detail ?? "") : `${r.method} ${r.path} as ${who}: authorized`)
-          } else {
-            wanted.push(line(want[0], want[1]))
-            seen.push(line(reply.status, reply.json?.errors?.[0]?.detail ?? ""))
-            // the auth layer's shape: title, no code
-            if (reply.status === want[0]) expect(reply.json.errors[0]).toEqual({ status: String(want[0]), title: want[0] === 401 ? "Unauthorized" : "Forbidden", detail: want[1] })
-          }
-        }
-      }
-      expect(seen).toEqual(wanted)
+      yield* runMatrix(routes, callAs(env, tokens), ordered)
       // the admin's DELETE happened (A is active in pull mode and polled by no process here: TERMINATED
       // for the polling process); D was stopped and reactivated, nothing else changed it
       expect((yield* env.request("GET", `/v3.0/agents/${A}`, { admin: true })).json.data.attributes.operational_state).toEqual(8)

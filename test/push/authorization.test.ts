@@ -4,30 +4,15 @@
  * admin certificate (treated as the agent: never a fallback to mTLS), a malformed header. Exact
  * statuses and texts.
  */
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { ADMIN, AGENT, callAs, EXPIRED, matrixTokens, OWNER, type Route, runMatrix } from "./authorizationMatrix.js"
 import { enrol, openSession, PushTestEnv, pushVerifier, simulatedAgent } from "./support.js"
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001"
 const B = "bbbbbbbb-0000-4000-8000-000000000002"
 const C = "cccccccc-0000-4000-8000-000000000003"
 
-const ADMIN = "Action requires admin authentication (mTLS certificate)"
-const AGENT = "Action requires agent authentication (PoP token)"
-const OWNER = "Agent cannot access resource (ownership required)"
-const EXPIRED = "Authentication token expired"
-
-type Caller = "anonymous" | "admin" | "own" | "other" | "expired" | "ownPlusAdmin" | "malformed"
-const callers: ReadonlyArray<Caller> = ["anonymous", "admin", "own", "other", "expired", "ownPlusAdmin", "malformed"]
-
-interface Route {
-  readonly method: string
-  readonly path: string
-  readonly body?: unknown
-  /** Status and detail per caller; "ok" = passes authorization (any status but 401/403). */
-  readonly expect: Readonly<Record<Caller, "ok" | readonly [number, string]>>
-}
 
 const doc = { data: { type: "attestation", attributes: {} } }
 const adminOnly = { anonymous: [403, ADMIN], admin: "ok", own: [403, ADMIN], other: [403, ADMIN], expired: [401, EXPIRED], ownPlusAdmin: [403, ADMIN], malformed: [401, "Invalid Authorization header format"] } as const
@@ -51,41 +36,9 @@ describe("push authorization matrix", () => {
     Effect.gen(function*() {
       const env = yield* PushTestEnv
       for (const id of [A, B, C]) yield* enrol(id)
-      const own = (yield* openSession(A)).token!
-      const other = (yield* openSession(B)).token!
-      const expiredSession = yield* openSession(C)
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`UPDATE push_sessions SET token_expires_at = 0 WHERE session_id = ${expiredSession.sessionId}`
-
-      const call = (r: Route, who: Caller) =>
-        env.request(r.method, r.path, {
-          ...(r.body === undefined ? {} : { body: r.body }),
-          ...(who === "admin" || who === "ownPlusAdmin" ? { admin: true } : {}),
-          ...(who === "own" || who === "ownPlusAdmin" ? { token: own } : {}),
-          ...(who === "other" ? { token: other } : {}),
-          ...(who === "expired" ? { token: expiredSession.token! } : {}),
-          ...(who === "malformed" ? { authorization: `Token ${own}` } : {})
-        })
-
-      const seen: Array<string> = []
-      const wanted: Array<string> = []
-      for (const r of routes) {
-        for (const who of callers) {
-          const reply = yield* call(r, who)
-          const want = r.expect[who]
-          const line = (status: number, detail: string) => `${r.method} ${r.path} as ${who}: ${status} ${detail}`
-          if (want === "ok") {
-            wanted.push(`${r.method} ${r.path} as ${who}: authorized`)
-            seen.push(reply.status === 401 || reply.status === 403 ? line(reply.status, reply.json?.errors?.[0]?.detail ?? "") : `${r.method} ${r.path} as ${who}: authorized`)
-          } else {
-            wanted.push(line(want[0], want[1]))
-            seen.push(line(reply.status, reply.json?.errors?.[0]?.detail ?? ""))
-            // the auth layer's shape: title, no code
-            if (reply.status === want[0]) expect(reply.json.errors[0].title).toEqual(want[0] === 401 ? "Unauthorized" : "Forbidden")
-          }
-        }
-      }
-      expect(seen).toEqual(wanted)
+      const tokens = yield* matrixTokens({ own: A, other: B, expired: C })
+      const own = tokens.own
+      yield* runMatrix(routes, callAs(env, tokens))
 
       // sessions are public: a bad token does not stop POST /sessions
       const s = yield* env.request("POST", "/v3.0/sessions", {
