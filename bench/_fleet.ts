@@ -142,3 +142,25 @@ const main = async () => {
 }
 
 if (process.argv[1]?.endsWith("_fleet.ts")) void main()
+
+/** The creation body the benches enrol a fleet agent with: the shared "fleet" policy by name, PCR 10, its pinned certificate. */
+export const fleetAgentBody = (a: { readonly port: number; readonly ak: string }, mtlsCert: string) => ({
+  v: null,
+  cloudagent_ip: "127.0.0.1",
+  cloudagent_port: a.port,
+  tpm_policy: `{"mask": "0x400"}`,
+  runtime_policy: "",
+  runtime_policy_name: "fleet",
+  runtime_policy_key: null,
+  mb_policy: null,
+  mb_policy_name: null,
+  ima_sign_verification_keys: "",
+  metadata: "{}",
+  revocation_key: "",
+  accept_tpm_hash_algs: ["sha256"],
+  accept_tpm_encryption_algs: ["rsa", "ecc"],
+  accept_tpm_signing_algs: ["rsassa", "ecdsa"],
+  ak_tpm: a.ak,
+  mtls_cert: mtlsCert,
+  supported_version: "2.5"
+})

@@ -14,7 +14,7 @@ import { Effect } from "effect"
 import { makeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
-import { fleetPolicyFile, POLICY_FILES } from "./_fleet.js"
+import { fleetAgentBody, fleetPolicyFile, POLICY_FILES } from "./_fleet.js"
 
 // better-sqlite3 (under @effect/sql-sqlite-node) has no types here: the two calls used
 interface ReadOnlyDb {
@@ -81,26 +81,7 @@ export const pullPhase = (o: { readonly agents: number; readonly seconds: number
     const added = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(policy).toString("base64") })
     if (added.status !== 201 && added.status !== 200) return yield* Effect.dieMessage(`pull policy: ${added.status} ${added.body}`)
     for (const a of fleet.value.agents) {
-      const r = yield* send("POST", `/v2.6/agents/${a.id}`, {
-        v: null,
-        cloudagent_ip: "127.0.0.1",
-        cloudagent_port: a.port,
-        tpm_policy: `{"mask": "0x400"}`,
-        runtime_policy: "",
-        runtime_policy_name: "fleet",
-        runtime_policy_key: null,
-        mb_policy: null,
-        mb_policy_name: null,
-        ima_sign_verification_keys: "",
-        metadata: "{}",
-        revocation_key: "",
-        accept_tpm_hash_algs: ["sha256"],
-        accept_tpm_encryption_algs: ["rsa", "ecc"],
-        accept_tpm_signing_algs: ["rsassa", "ecdsa"],
-        ak_tpm: a.ak,
-        mtls_cert: fleet.value.cert,
-        supported_version: "2.5"
-      })
+      const r = yield* send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.value.cert))
       if (r.status !== 200) return yield* Effect.dieMessage(`pull enrolment of ${a.id}: ${r.status} ${r.body}`)
     }
 

@@ -44,7 +44,7 @@ import {
 import { PollerLive } from "../src/verifier/Poller.js"
 import { Policies } from "../src/verifier/policy/Policies.js"
 import { makeAk, signAttest } from "../test/tpm/quoteFixture.js"
-import { fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
+import { fleetAgentBody, fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
 
 const STEPS = (process.argv[2] ?? "100,300,1000").split(",").map(Number)
 const WINDOW_S = Number(process.argv[3] ?? 16)
@@ -225,26 +225,7 @@ const program = Effect.gen(function*() {
   for (const n of STEPS) {
     for (; added < n; added++) {
       const a = fleet.agents[added]!
-      yield* agents.add(a.id, {
-        v: null,
-        cloudagent_ip: "127.0.0.1",
-        cloudagent_port: a.port,
-        tpm_policy: `{"mask": "0x400"}`,
-        runtime_policy: "",
-        runtime_policy_name: "fleet",
-        runtime_policy_key: null,
-        mb_policy: null,
-        mb_policy_name: null,
-        ima_sign_verification_keys: "",
-        metadata: "{}",
-        revocation_key: "",
-        accept_tpm_hash_algs: ["sha256"],
-        accept_tpm_encryption_algs: ["rsa", "ecc"],
-        accept_tpm_signing_algs: ["rsassa", "ecdsa"],
-        ak_tpm: a.ak,
-        mtls_cert: serverCert,
-        supported_version: "2.5"
-      })
+      yield* agents.add(a.id, fleetAgentBody(a, serverCert))
     }
     // warm-up: every agent attested twice (connections made, full first quotes behind), at most 60 s
     const warm = Date.now()

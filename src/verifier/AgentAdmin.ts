@@ -8,10 +8,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Redacted } from "effect"
-import { isAgentId } from "../../schemas/Common.js"
 import { VerifierConfig } from "../config/services.js"
 import { decodeAgentCreation } from "./agentBody.js"
-import { AgentBeingDeleted, AgentNotFound, InvalidAgentBody, InvalidAgentId, MbPolicyNotFound, RuntimePolicyNotFound, storeError } from "./errors.js"
+import { AgentBeingDeleted, AgentNotFound, InvalidAgentBody, MbPolicyNotFound, RuntimePolicyNotFound, storeError } from "./errors.js"
+import { checkId } from "./Agents.js"
 import { PollerControl } from "./PollerControl.js"
 import { type AttestationRow, type PushAgentRow, PushRepo } from "./push/repo.js"
 import { writeAgentConfig, writePushAcceptance } from "./repo/agentConfig.js"
@@ -93,8 +93,6 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
     const config = yield* VerifierConfig
     const pull = config.mode === "pull"
 
-    const checkId = (agentId: string) =>
-      isAgentId(agentId) ? Effect.void : Effect.fail(new InvalidAgentId({ agentId, reason: "must be 1-255 characters of letters, digits, '-', '_' or '.'" }))
 
     const withPush = (view: AgentView) =>
       Effect.gen(function*() {

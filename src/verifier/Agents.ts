@@ -40,7 +40,8 @@ import { ACTIVE_STATES, OperationalState, REACTIVATABLE_STATES, stateName } from
 /** What DELETE did: removed now (200), or marked TERMINATED for the owning process (202). */
 export type RemoveOutcome = "deleted" | "terminating"
 
-const checkId = (agentId: string) =>
+/** An agent id from a path: the domain refuses one that is not an agent id. */
+export const checkId = (agentId: string) =>
   isAgentId(agentId)
     ? Effect.void
     : Effect.fail(new InvalidAgentId({ agentId, reason: "must be 1-255 characters of letters, digits, '-', '_' or '.'" }))
