@@ -41,7 +41,8 @@ describe("verification stages", () => {
           yield* Effect.sleep("100 millis")
         }
       }).pipe(
-        Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("ops-stages"))),
+        // spans are made only when the verifier exports them (otlp_endpoint), as in production
+        Effect.provide(Layer.merge(pushVerifier("sqlite", { otlp_endpoint: otlp.url }), simulatedAgent("ops-stages"))),
         Effect.provide(Tracing.layer({ endpoint: otlp.url, serviceName: "attest-verifier", exportInterval: "200 millis" }))
       ))
 
