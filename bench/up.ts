@@ -53,7 +53,7 @@ const runUp = (agents: number, push = 0): Promise<Run> =>
     const t0 = performance.now()
     const child = spawn(
       process.execPath,
-      [bin, "up", "--agents", String(agents), "--push", String(push), "--push-verifier-port", "0", "--data-dir", path.join(dir, ".attest"),
+      [bin, "up", "--agents", String(agents), "--push", String(push), "--data-dir", path.join(dir, ".attest"),
         "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0", "--metrics-port", "0", "--verifier-metrics-port", "0"],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
