@@ -10,13 +10,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import * as https from "node:https"
-import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
 import { freePort } from "../support/swtpm.js"
+import { portClosed, upAdminGet } from "../support/upAdmin.js"
 
 const root = resolve(__dirname, "../..")
 const tsx = join(root, "node_modules/tsx/dist/loader.mjs")
@@ -59,13 +58,6 @@ const waitFor = async (run: Run, pattern: RegExp, ms: number) => {
   throw new Error(`no line matching ${pattern} within ${ms} ms; output:\n${run.lines.map((l) => l.text).join("\n")}`)
 }
 
-const portClosed = (port: number) =>
-  new Promise<boolean>((r) => {
-    const s = net.connect({ host: "127.0.0.1", port })
-    s.once("connect", () => (s.destroy(), r(false)))
-    s.once("error", () => r(true))
-  })
-
 const stop = async (run: Run) => {
   if (run.child.exitCode === null) run.child.kill("SIGINT")
   const code = await Promise.race([run.exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 10_000))])
@@ -73,33 +65,10 @@ const stop = async (run: Run) => {
   return code
 }
 
-const adminGet = (cwd: string, url: string, path: string) =>
-  new Promise<{ operational_state: number; last_successful_attestation: number | null }>((resolve, reject) => {
-    const ca = join(cwd, ".attest/cv_ca")
-    https.get(`${url}${path}`, {
-      ca: readFileSync(join(ca, "cacert.crt")),
-      cert: readFileSync(join(ca, "client-cert.crt")),
-      key: readFileSync(join(ca, "client-private.pem"))
-    }, (res) => {
-      let body = ""
-      res.on("data", (c) => (body += c))
-      res.on("end", () => resolve(JSON.parse(body).results))
-    }).on("error", reject)
-  })
-
-const adminList = (cwd: string, url: string) =>
-  new Promise<{ uuids: Array<unknown> }>((resolve, reject) => {
-    const ca = join(cwd, ".attest/cv_ca")
-    https.get(`${url}/v2.5/agents/`, {
-      ca: readFileSync(join(ca, "cacert.crt")),
-      cert: readFileSync(join(ca, "client-cert.crt")),
-      key: readFileSync(join(ca, "client-private.pem"))
-    }, (res) => {
-      let body = ""
-      res.on("data", (c) => (body += c))
-      res.on("end", () => resolve(JSON.parse(body).results))
-    }).on("error", reject)
-  })
+/** The `results` of an admin GET (the envelope's payload). */
+const adminGet = async (cwd: string, url: string, path: string) =>
+  (await upAdminGet(cwd, url, path)).json.results as { operational_state: number; last_successful_attestation: number | null }
+const adminList = async (cwd: string, url: string) => (await upAdminGet(cwd, url, "/v2.5/agents/")).json.results as { uuids: Array<unknown> }
 
 describe("attest up", () => {
   it.live("starts a registrar, a verifier and three attested agents in an empty directory, shows a tampered one fail, stops on SIGINT and resumes on the same data", () =>

@@ -8,38 +8,18 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import * as https from "node:https"
-import * as net from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type AttestProcess, startAttest } from "../support/attestProcess.js"
+import { portClosed, upAdminGet } from "../support/upAdmin.js"
 
 const PORTS = [
   "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0",
   "--metrics-port", "0", "--verifier-metrics-port", "0", "--dashboard-port", "-1"
 ]
 
-const adminGet = (cwd: string, url: string, path: string) =>
-  new Promise<{ status: number; json: any }>((resolve, reject) => {
-    const ca = join(cwd, ".attest/cv_ca")
-    https.get(`${url}${path}`, {
-      ca: readFileSync(join(ca, "cacert.crt")),
-      cert: readFileSync(join(ca, "client-cert.crt")),
-      key: readFileSync(join(ca, "client-private.pem"))
-    }, (res) => {
-      let body = ""
-      res.on("data", (c) => (body += c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, json: body === "" ? undefined : JSON.parse(body) }))
-    }).on("error", reject)
-  })
-
-const portClosed = (port: number) =>
-  new Promise<boolean>((r) => {
-    const s = net.connect({ host: "127.0.0.1", port })
-    s.once("connect", () => (s.destroy(), r(false)))
-    s.once("error", () => r(true))
-  })
+const adminGet = upAdminGet
 
 const urlOf = (line: string) => /(https:\/\/\S+)/.exec(line)![1]!
 
