@@ -191,6 +191,31 @@ describe.each(backends)("v3 administration on %s", (backend, available) => {
       expect(yield* snapshotTables).toEqual(before)
     }).pipe(Effect.provide(pushVerifier(backend))), 120_000)
 
+  it.live.skipIf(!available)("every route with a body refuses 5,000-deep JSON (400) and an oversized body (413), and stores nothing", () =>
+    Effect.gen(function*() {
+      const env = yield* PushTestEnv
+      const admin = { admin: true } as const
+      expect((yield* env.request("POST", "/v3.0/agents", { ...admin, body: agentDoc(A, pullBody()) })).status).toEqual(201)
+      const before = yield* snapshotTables
+      const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
+      const big = JSON.stringify({ data: { type: "agent", id: B, attributes: { metadata: "x".repeat(32_768) } } })
+      const seen: Array<unknown> = []
+      for (const [method, path] of [
+        ["POST", "/v3.0/agents"],
+        ["PATCH", `/v3.0/agents/${A}`],
+        ["POST", "/v3.0/policies/ima"],
+        ["PATCH", "/v3.0/policies/ima/pol"],
+        ["POST", "/v3.0/refstates/uefi"],
+        ["PATCH", "/v3.0/refstates/uefi/ref"]
+      ] as const) {
+        const d = yield* env.request(method, path, { ...admin, body: deep })
+        const b = yield* env.request(method, path, { ...admin, body: big })
+        seen.push([method, path, d.status, d.json?.errors?.[0]?.status, b.status, b.json?.errors?.[0]?.status])
+      }
+      expect(seen).toEqual(seen.map(([m, p]: any) => [m, p, 400, "400", 413, "413"]))
+      expect(yield* snapshotTables).toEqual(before)
+    }).pipe(Effect.provide(pushVerifier(backend, {}, { maxBodyBytes: 16_384 }))), 120_000)
+
   it.live.skipIf(!available)("GET / redirects to /v3.0/; /v3.0/verify/* answer as the v2 routes", () =>
     Effect.gen(function*() {
       const env = yield* PushTestEnv

@@ -46,7 +46,7 @@ export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, Pu
  * The verifier (both API families, src/verifier/Server.ts) over HTTPS, with the verifier's domain
  * services (Agents, repositories, SqlClient) beside it for the tests' own steps (enrolment, SQL).
  */
-export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptions> = {}) =>
+export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptions> = {}, server: { readonly maxBodyBytes?: number } = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const work = yield* Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "attest-push-"))), (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true })))
     const caDir = join(work, "cv_ca")
@@ -79,7 +79,7 @@ export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptio
       })
     )
     return env.pipe(
-      Layer.provideMerge(VerifierServerLive({ host: "127.0.0.1", port: 0 })),
+      Layer.provideMerge(VerifierServerLive({ host: "127.0.0.1", port: 0, ...server })),
       Layer.provideMerge(domain),
       Layer.provideMerge(ServerTlsWithAdmins("verifier", section)),
       Layer.orDie
