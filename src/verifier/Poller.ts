@@ -13,7 +13,7 @@
  *                           that shares its PolicyCache with the API).
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Effect, Either, FiberMap, Layer } from "effect"
+import { Cause, Effect, Either, FiberMap, Layer, Option } from "effect"
 import { VerifierConfig } from "../config/services.js"
 import { AgentClient, AgentClientLive } from "./AgentClient.js"
 import type { VerifierClientTls } from "./ClientTls.js"
@@ -24,6 +24,7 @@ import { Notifications } from "./notify/Notifications.js"
 import { NotifiersLive } from "./notify/NotifiersLive.js"
 import { PollerControl } from "./PollerControl.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
+import { PushRepo } from "./push/repo.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
 import { NotificationOutbox } from "./repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
@@ -38,13 +39,14 @@ const RESTART_AFTER_MS = 5_000
 export const pollerLayer: Layer.Layer<
   PollerControl,
   never,
-  VerifierConfig | SqlClient.SqlClient | AgentRepo | RuntimePolicyRepo | MbPolicyRepo | PolicyCache | AgentClient | Notifications
+  VerifierConfig | SqlClient.SqlClient | AgentRepo | RuntimePolicyRepo | MbPolicyRepo | PushRepo | PolicyCache | AgentClient | Notifications
 > = Layer.scoped(
   PollerControl,
   Effect.gen(function*() {
     const config = yield* VerifierConfig
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
+    const pushes = yield* PushRepo
     const runtimePolicies = yield* RuntimePolicyRepo
     const mbPolicies = yield* MbPolicyRepo
     const severity = severityPolicyFromOptions(config)
@@ -75,7 +77,7 @@ export const pollerLayer: Layer.Layer<
         reportTomtou: config.ignore_tomtou_errors
       },
       removeAgent: (agentId) => removeAgentAndOwnPolicies({ sql, agents, runtimePolicies, mbPolicies }, agentId),
-      isPushAgent: (agentId) => Effect.map(sql`SELECT 1 AS one FROM push_agents WHERE agent_id = ${agentId}`, (rows) => rows.length > 0),
+      isPushAgent: (agentId) => Effect.map(pushes.findPushAgent(agentId), Option.isSome),
       defaultApiVersion: DEFAULT_AGENT_API_VERSION,
       verifierId: config.verifier_id,
       storeRetrySeconds: Math.max(1, config.retry_interval)
@@ -122,7 +124,7 @@ export const pollerLayer: Layer.Layer<
   }).pipe(Effect.withSpan("Poller.start"))
 )
 
-const repositories = Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, NotificationOutbox.Default, PolicyCache.Default)
+const repositories = Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default, NotificationOutbox.Default, PolicyCache.Default)
 
 /** The poller over the given AgentClient (tests decorate the live one to see what is asked). */
 export const pollerWithClient = <R>(client: Layer.Layer<AgentClient, never, R>) =>
