@@ -117,7 +117,6 @@ describe("push liveness and time", () => {
         const repo = yield* PushRepo
         // an attestation whose evidence was taken and whose verdict is not in yet
         yield* repo.ensurePushAgent(AGENT, 0)
-        yield* repo.reserveIndex(AGENT, 0, 0)
         yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1_800_000 })
         yield* repo.acceptEvidence(AGENT, 0, "[]", 0)
         const sim = yield* SimAgent

@@ -1,6 +1,8 @@
 /**
- * The push tables on SQLite and PostgreSQL: index reservation is won once, deadlines are stored and
- * expire acceptance, restoring acceptance clears them, and deleting the agent removes its push rows.
+ * The push tables on SQLite and PostgreSQL: an attestation index is taken once, the attestation
+ * context reads the agent, its push row and its latest attestation in one statement, deadlines are
+ * stored and expire acceptance, restoring acceptance clears them, and deleting the agent removes
+ * its push rows.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -22,18 +24,24 @@ describe.each(backends)("push repo on %s", (backend, available) => {
         yield* agents.add(AGENT, validBody())
         yield* repo.ensurePushAgent(AGENT, 1000)
         yield* repo.ensurePushAgent(AGENT, 2000)
-        expect(yield* repo.reserveIndex(AGENT, 0, 1000)).toEqual(Option.some(0))
-        expect(yield* repo.reserveIndex(AGENT, 0, 1000)).toEqual(Option.none())
+        const attestation = (idx: number) => ({ agent_id: AGENT, idx, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 })
+        expect(yield* repo.insertAttestation(attestation(0))).toEqual(true)
+        expect(yield* repo.insertAttestation(attestation(0))).toEqual(false)
+        expect(yield* repo.insertAttestation(attestation(1))).toEqual(true)
+        const context = Option.getOrThrow(yield* repo.attestationContext(AGENT))
+        expect([context.agent.agent_id, context.agent.accept_tpm_hash_algs, context.agent.runtime_policy_has_policy]).toEqual([AGENT, validBody().accept_tpm_hash_algs, false])
+        expect(Option.map(context.push, (p) => p.evaluation_state)).toEqual(Option.some(null))
+        expect(Option.map(context.latest, (l) => [l.idx, l.stage, l.evaluation, l.evidence_received_at])).toEqual(Option.some([1, "awaiting_evidence", "pending", null]))
+        expect(yield* repo.attestationContext("d432fbb3-d2f1-4a97-9ef7-75bd81c0ffff")).toEqual(Option.none())
         yield* repo.recordOutcome(AGENT, { pass: true, at: 5000, deadlineAt: 15_000, evaluationState: null, clearFailures: false })
         expect(yield* repo.nextDeadline).toEqual(Option.some(15_000))
         expect(yield* repo.expireDeadlines(14_999)).toEqual([])
         expect(yield* repo.expireDeadlines(15_000)).toEqual([AGENT])
         const row = yield* repo.findPushAgent(AGENT)
-        expect(Option.map(row, (r) => [r.accept_attestations, r.attestation_count, r.next_index])).toEqual(Option.some([false, 1, 1]))
+        expect(Option.map(row, (r) => [r.accept_attestations, r.attestation_count])).toEqual(Option.some([false, 1]))
         expect(yield* repo.nextDeadline).toEqual(Option.none())
         expect(yield* repo.restoreAcceptance(AGENT, 20_000)).toEqual(true)
         expect(Option.map(yield* repo.findPushAgent(AGENT), (r) => [r.accept_attestations, r.deadline_at])).toEqual(Option.some([true, null]))
-        yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 })
         expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3)).toEqual(true)
         expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 4)).toEqual(false)
         const sql = yield* SqlClient.SqlClient

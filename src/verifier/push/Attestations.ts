@@ -16,9 +16,8 @@ import { recordAttestation } from "../../ops/metrics.js"
 import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
 import type { TpmEvidence } from "../evaluate/types.js"
-import { decodeEvaluationState, encodeEvaluationState, initialEvaluationState } from "../evaluate/state.js"
+import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
-import type { AgentView } from "../repo/rows.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
 import {
   AttestationNotFound,
@@ -33,7 +32,7 @@ import {
 import { evidenceOf, failureReasonOf } from "./evidence.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
-import { type AttestationRow, PushRepo } from "./repo.js"
+import { type AttestationRow, type PushAgentFacts, PushRepo } from "./repo.js"
 import { Sessions } from "./Sessions.js"
 
 /** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */
@@ -62,97 +61,116 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
     // statements and repositories below them), and making them is a large share of an attestation's CPU
     const traced = config.otlp_endpoint.trim() !== ""
-    const untracedUnlessExported = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(e, traced)
+    /** A span (and the tracer on) only with an exporter: Effect.fn's spans capture a stack trace per call. */
+    const spanned = (name: string) => <A, E, R>(e: Effect.Effect<A, E, R>) => traced ? Effect.withSpan(e, name) : Effect.withTracerEnabled(e, false)
 
     const findAgent = (agentId: string) =>
       Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+    /** The agent's facts, push row and latest attestation: what both phases read, in one statement. */
+    const contextOf = (agentId: string) =>
+      Effect.flatMap(repo.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+    const priorStateOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) =>
+      Option.isNone(push) || push.value.evaluation_state === null
+        ? initialEvaluationState
+        : Either.getOrElse(decodeEvaluationState(push.value.evaluation_state), () => initialEvaluationState)
 
     /** Phase 1. */
-    const createTraced = Effect.fn("Attestations.create")(function*(agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) {
-      const view = yield* findAgent(agentId)
-      const now = yield* Clock.currentTimeMillis
-      // the push row is created at the agent's first attestation (a write only then)
-      const found = yield* repo.findPushAgent(agentId)
-      const push = Option.isSome(found) ? found.value : yield* Effect.zipRight(repo.ensurePushAgent(agentId, now), Effect.map(repo.findPushAgent(agentId), Option.getOrThrow))
-      const latest = yield* repo.latestAttestation(agentId)
-      if (Option.isSome(latest)) {
-        const l = latest.value
-        if (l.stage === "evaluating_evidence" && l.evidence_received_at !== null) {
-          const left = l.evidence_received_at + config.verification_timeout * 1000 - now
-          if (left > 0) return yield* new VerificationInProgress({ agentId, waitSeconds: Math.ceil(left / 1000) })
+    const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
+      Effect.gen(function*() {
+        const context = yield* contextOf(agentId)
+        const now = yield* Clock.currentTimeMillis
+        // the push row is written at enrolment; an agent enrolled before it existed gets it now
+        if (Option.isNone(context.push)) yield* repo.ensurePushAgent(agentId, now)
+        const latest = context.latest
+        if (Option.isSome(latest)) {
+          const l = latest.value
+          if (l.stage === "evaluating_evidence" && l.evidence_received_at !== null) {
+            const left = l.evidence_received_at + config.verification_timeout * 1000 - now
+            if (left > 0) return yield* new VerificationInProgress({ agentId, waitSeconds: Math.ceil(left / 1000) })
+          }
+          if (l.evidence_received_at !== null && now < l.evidence_received_at + quoteMs) {
+            return yield* new PrematureAttestation({ agentId, waitSeconds: Math.ceil((l.evidence_received_at + quoteMs - now) / 1000) })
+          }
         }
-        if (l.evidence_received_at !== null && now < l.evidence_received_at + quoteMs) {
-          return yield* new PrematureAttestation({ agentId, waitSeconds: Math.ceil((l.evidence_received_at + quoteMs - now) / 1000) })
+        // the IMA log continues where the last passed attestation of this boot left it
+        const prior = priorStateOf(context.push)
+        const sameBoot = Option.isSome(latest) && latest.value.evaluation === "pass" && latest.value.boot_time === input.bootTime
+        const requested = yield* negotiate(
+          { evidenceSupported: input.evidenceSupported, challenge: crypto.randomBytes(16).toString("base64"), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
+          negotiationPolicyOf(context.agent)
+        )
+        // the next index after the latest; the insert's key (agent, index) refuses a concurrent creation of the same one
+        const row = {
+          agent_id: agentId,
+          idx: Option.isSome(latest) ? latest.value.idx + 1 : 0,
+          capabilities: JSON.stringify(input.evidenceSupported),
+          evidence_requested: JSON.stringify(requested),
+          boot_time: input.bootTime,
+          capabilities_received_at: now,
+          challenges_expire_at: now + config.challenge_lifetime * 1000
         }
-      }
-      // the IMA log continues where the last passed attestation of this boot left it
-      const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
-      const sameBoot = Option.isSome(latest) && latest.value.evaluation === "pass" && latest.value.boot_time === input.bootTime
-      const requested = yield* negotiate(
-        { evidenceSupported: input.evidenceSupported, challenge: crypto.randomBytes(16).toString("base64"), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
-        negotiationPolicyOf(view)
-      )
-      const index = yield* repo.reserveIndex(agentId, push.next_index, now)
-      if (Option.isNone(index)) return yield* new CreationConflict({ agentId })
-      const row = {
-        agent_id: agentId,
-        idx: index.value,
-        capabilities: JSON.stringify(input.evidenceSupported),
-        evidence_requested: JSON.stringify(requested),
-        boot_time: input.bootTime,
-        capabilities_received_at: now,
-        challenges_expire_at: now + config.challenge_lifetime * 1000
-      }
-      if (!(yield* repo.insertAttestation(row))) return yield* new CreationConflict({ agentId })
-      return {
-        ...row,
-        stage: "awaiting_evidence",
-        evaluation: "pending",
-        failure_reason: null,
-        evidence: null,
-        failures: null,
-        evidence_received_at: null,
-        verification_completed_at: null
-      } satisfies AttestationRow
-    })
+        if (!(yield* repo.insertAttestation(row))) return yield* new CreationConflict({ agentId })
+        return {
+          ...row,
+          stage: "awaiting_evidence",
+          evaluation: "pending",
+          failure_reason: null,
+          evidence: null,
+          failures: null,
+          evidence_received_at: null,
+          verification_completed_at: null
+        } satisfies AttestationRow
+      })
+
+    /** What phase 2 read and decoded, handed to the background verdict so it reads nothing again. */
+    interface Accepted {
+      readonly evidence: Either.Either<TpmEvidence, unknown>
+      readonly agent: PushAgentFacts
+      readonly prior: EvaluationState
+      readonly priorEncoded: string | null
+    }
 
     /**
      * The background judgement of attestation `idx`: phase 2 hands over what it just read and
-     * stored (the evidence decoded, the agent's view); run again at start, it reads them.
+     * stored; run again at start, it reads them.
      */
-    const verify = (agentId: string, idx: number, accepted?: { readonly evidence: Either.Either<TpmEvidence, unknown>; readonly view: AgentView }) =>
+    const verify = (agentId: string, idx: number, accepted?: Accepted) =>
       Effect.gen(function*() {
-        let evidence: Either.Either<TpmEvidence, unknown>
-        let view: AgentView
+        let given: Accepted
         if (accepted !== undefined) {
-          evidence = accepted.evidence
-          view = accepted.view
+          given = accepted
         } else {
           const row = yield* repo.findAttestation(agentId, idx)
           if (Option.isNone(row) || row.value.stage !== "evaluating_evidence" || row.value.evidence === null) return
           const collected = JSON.parse(row.value.evidence) as ReadonlyArray<EvidenceCollected>
-          evidence = evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) })
-          view = yield* findAgent(agentId)
+          const context = yield* contextOf(agentId)
+          given = {
+            evidence: evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) }),
+            agent: context.agent,
+            prior: priorStateOf(context.push),
+            priorEncoded: Option.isSome(context.push) ? context.push.value.evaluation_state : null
+          }
         }
-        const push = Option.getOrThrow(yield* repo.findPushAgent(agentId))
-        const prior = push.evaluation_state === null ? initialEvaluationState : Either.getOrElse(decodeEvaluationState(push.evaluation_state), () => initialEvaluationState)
-        const policy = yield* policies.policyOf(view)
+        const { evidence, prior } = given
+        const policy = yield* policies.policyOf(given.agent)
         const evaluation = Either.isLeft(evidence) ? undefined : yield* evaluateTimed((now) => evaluateEvidence(evidence.right, policy, prior, now), stagesOf)
         const failures = evaluation?.failures ?? [makeFailure("qoute_validation.invalid_quote", "the evidence does not answer the request")]
         const pass = failures.length === 0
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
+        const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(now) : undefined
         yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {
             pass,
             at: now,
             deadlineAt,
-            evaluationState: evaluation === undefined ? push.evaluation_state : encodeEvaluationState(evaluation.nextState),
+            evaluationState: evaluation === undefined ? given.priorEncoded : encodeEvaluationState(evaluation.nextState),
             clearFailures: config.auto_recover_attestation_failures
           },
-          tokenExpiresAt: pass ? sessions.extendedTokenExpiry(now) : undefined
+          tokenExpiresAt
         })
+        if (tokenExpiresAt !== undefined) sessions.tokenExtended(agentId, tokenExpiresAt)
         yield* liveness.rescheduled(deadlineAt)
         yield* recordAttestation("push", pass, failures.map((f) => f.type))
         yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: ${pass ? "pass" : `fail (${failureReasonOf(failures)}: ${failures.map((f) => f.type).join(", ")})`}`).pipe(
@@ -167,32 +185,36 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             yield* repo.completeAttestation(agentId, idx, { pass: false, reason: "policy_violation", failures: JSON.stringify([f]), at: now })
           }).pipe(Effect.ignore)
         ),
-        Effect.withSpan("Attestations.verify"),
-        untracedUnlessExported
+        spanned("Attestations.verify")
       )
 
     /** Phase 2: the evidence stored, the verdict left to a background fiber. */
-    const submitTraced = Effect.fn("Attestations.submit")(function*(agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) {
-      const view = yield* findAgent(agentId)
-      const latest = yield* repo.latestAttestation(agentId)
-      if (Option.isNone(latest)) return yield* new AttestationNotFound({ agentId })
-      const target = index === "latest" || index === latest.value.idx ? latest.value : Option.getOrUndefined(yield* repo.findAttestation(agentId, index))
-      if (target === undefined) return yield* new AttestationNotFound({ agentId, index: index as number })
-      if (target.idx !== latest.value.idx) return yield* new OldAttestation({ agentId, index: target.idx })
-      if (target.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: target.idx })
-      const now = yield* Clock.currentTimeMillis
-      if (now >= target.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: target.idx, expiredAt: target.challenges_expire_at })
-      const evidence = yield* evidenceOf(requestedOf(target), collected, { bootTime: bootSeconds(target.boot_time) })
-      const stored = JSON.stringify(collected)
-      if (!(yield* repo.acceptEvidence(agentId, target.idx, stored, now))) {
-        return yield* new EvidenceImmutable({ agentId, index: target.idx })
-      }
-      yield* FiberSet.run(background, verify(agentId, target.idx, { evidence: Either.right(evidence), view }))
-      return {
-        row: { ...target, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
-        secondsToNext: Math.max(0, Math.round((now + quoteMs - now) / 1000))
-      }
-    })
+    const submitUntraced = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+      Effect.gen(function*() {
+        const context = yield* contextOf(agentId)
+        if (Option.isNone(context.latest)) return yield* new AttestationNotFound({ agentId })
+        const latest = context.latest.value
+        if (index !== "latest" && index !== latest.idx) {
+          // an older attestation (403) or none with that index (404)
+          if (index < latest.idx && Option.isSome(yield* repo.findAttestation(agentId, index))) return yield* new OldAttestation({ agentId, index })
+          return yield* new AttestationNotFound({ agentId, index })
+        }
+        if (latest.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: latest.idx })
+        const now = yield* Clock.currentTimeMillis
+        if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
+        const row: AttestationRow = { ...latest, evidence: null, failures: null }
+        const evidence = yield* evidenceOf(requestedOf(row), collected, { bootTime: bootSeconds(latest.boot_time) })
+        const stored = JSON.stringify(collected)
+        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now))) {
+          return yield* new EvidenceImmutable({ agentId, index: latest.idx })
+        }
+        const priorEncoded = Option.isSome(context.push) ? context.push.value.evaluation_state : null
+        yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: context.agent, prior: priorStateOf(context.push), priorEncoded }))
+        return {
+          row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
+          secondsToNext: Math.max(0, Math.round(quoteMs / 1000))
+        }
+      })
 
     const list = Effect.fn("Attestations.list")(function*(agentId: string) {
       yield* findAgent(agentId)
@@ -223,9 +245,9 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const idle = FiberSet.awaitEmpty(background)
 
     const create = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
-      untracedUnlessExported(createTraced(agentId, input))
+      spanned("Attestations.create")(createUntraced(agentId, input))
     const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
-      untracedUnlessExported(submitTraced(agentId, index, collected))
+      spanned("Attestations.submit")(submitUntraced(agentId, index, collected))
 
     return { create, submit, list, show, reactivate, idle } as const
   })

@@ -16,6 +16,7 @@ import { AgentRepo } from "../repo/AgentRepo.js"
 import { SessionNotFound, SessionRateLimited, SessionRequestInvalid, TokenRefused } from "./errors.js"
 import { makeRateLimiter } from "./rateLimit.js"
 import { PushRepo, type SessionRow } from "./repo.js"
+import { makeTokenCache } from "./tokenCache.js"
 
 /** What a PATCH came to: Keylime answers 200 pass, 200 fail (expired challenge, unknown agent) or 401 fail (bad proof). */
 export type SessionOutcome =
@@ -50,6 +51,7 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
     const byIp = makeRateLimiter({ limit: config.session_create_rate_limit_per_ip, windowMs: config.session_create_rate_limit_window_ip * 1000 })
     const byAgent = makeRateLimiter({ limit: config.session_create_rate_limit_per_agent, windowMs: config.session_create_rate_limit_window_agent * 1000 })
     const lifetimeMs = config.session_lifetime * 1000
+    const recent = makeTokenCache()
 
     const create = Effect.fn("Sessions.create")(function*(req: SessionCreate) {
       if (!req.methods.some((m) => m.authentication_type === "tpm_pop")) {
@@ -84,19 +86,26 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
         })
       )
 
-    const checkTokenOnce = Effect.fn("Sessions.checkToken")(function*(token: string) {
-      const dot = token.indexOf(".")
-      const sessionId = dot === -1 ? "" : token.slice(0, dot)
-      if (!UUID.test(sessionId) || dot === token.length - 1) return yield* new TokenRefused({ reason: "unknown" })
-      const found = yield* Effect.orDie(repo.findSession(sessionId))
-      if (Option.isNone(found) || found.value.token_hash === null) return yield* new TokenRefused({ reason: "unknown" })
-      const session = found.value
-      if (!sameHash(session.token_hash!, hashToken(token))) return yield* new TokenRefused({ reason: "unknown" })
-      if (!session.active) return yield* new TokenRefused({ reason: "inactive" })
-      const now = yield* Clock.currentTimeMillis
-      if (session.token_expires_at === null || session.token_expires_at <= now) return yield* new TokenRefused({ reason: "expired" })
-      return session
-    })
+    const checkTokenOnce = (token: string) =>
+      Effect.gen(function*() {
+        const dot = token.indexOf(".")
+        const sessionId = dot === -1 ? "" : token.slice(0, dot)
+        if (!UUID.test(sessionId) || dot === token.length - 1) return yield* new TokenRefused({ reason: "unknown" })
+        const now = yield* Clock.currentTimeMillis
+        const cached = recent.get(sessionId, now)
+        if (cached !== undefined) {
+          if (!sameHash(cached.token_hash!, hashToken(token))) return yield* new TokenRefused({ reason: "unknown" })
+          return cached
+        }
+        const found = yield* Effect.orDie(repo.findSession(sessionId))
+        if (Option.isNone(found) || found.value.token_hash === null) return yield* new TokenRefused({ reason: "unknown" })
+        const session = found.value
+        if (!sameHash(session.token_hash!, hashToken(token))) return yield* new TokenRefused({ reason: "unknown" })
+        if (!session.active) return yield* new TokenRefused({ reason: "inactive" })
+        if (session.token_expires_at === null || session.token_expires_at <= now) return yield* new TokenRefused({ reason: "expired" })
+        recent.put(session, now)
+        return session
+      }).pipe(traced ? Effect.withSpan("Sessions.checkToken") : Effect.withTracerEnabled(false))
 
     const prove = Effect.fn("Sessions.prove")(function*(req: SessionProve) {
       const found = yield* repo.findSession(req.sessionId)
@@ -110,12 +119,14 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
         const held = yield* checkToken(req.bearer)
         if (held.session_id !== session.session_id) return yield* new TokenRefused({ reason: "unknown" })
         yield* repo.extendSession(session.session_id, now + lifetimeMs)
+        recent.extended(session.agent_id, now + lifetimeMs)
         return { _tag: "Pass", session: { ...session, token_expires_at: now + lifetimeMs } } as SessionOutcome
       }
       if (req.proof === undefined) return yield* new SessionRequestInvalid({ detail: "authentication_provided must include tpm_pop authentication data" })
       if (session.active) return yield* new SessionRequestInvalid({ detail: "Session already authenticated: extend it with its token" })
       if (session.challenges_expire_at <= now) {
         yield* repo.deleteSession(session.session_id)
+        recent.forget(session.session_id)
         return { _tag: "Fail", session, why: "challenge_expired", detail: "the challenge expired" } as SessionOutcome
       }
       const agent = yield* agents.find(req.agentId)
@@ -132,6 +143,8 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
       }
       const token = `${session.session_id}.${crypto.randomBytes(32).toString("base64url")}`
       yield* repo.activateSession({ sessionId: session.session_id, agentId: req.agentId, tokenHash: hashToken(token), expiresAt: now + lifetimeMs, at: now })
+      // the agent's earlier sessions were deleted with it
+      recent.forgetAgent(req.agentId)
       yield* recordPushToken("issued")
       yield* Effect.logInfo(`PoP session of agent ${req.agentId} authenticated`)
       return {
@@ -144,7 +157,9 @@ export class Sessions extends Effect.Service<Sessions>()("attest/verifier/push/S
 
     /** A passed attestation at `now`: when the agent's token expires then (session_lifetime from now), or undefined when passes do not extend it. */
     const extendedTokenExpiry = (now: number): number | undefined => config.extend_token_on_attestation ? now + lifetimeMs : undefined
+    /** The agent's active token was extended to `expiresAt` (stored). */
+    const tokenExtended = (agentId: string, expiresAt: number) => recent.extended(agentId, expiresAt)
 
-    return { create, prove, checkToken, extendedTokenExpiry } as const
+    return { create, prove, checkToken, extendedTokenExpiry, tokenExtended } as const
   })
 }) {}

@@ -13,8 +13,8 @@ import { parseTpmPolicy } from "../evaluate/tpmPolicy.js"
 import type { AgentPolicy, EvaluateOptions } from "../evaluate/types.js"
 import { PolicyCache } from "../policy/PolicyCache.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
-import type { AgentView } from "../repo/rows.js"
 import type { NegotiationPolicy } from "./negotiate.js"
+import type { PushAgentFacts } from "./repo.js"
 
 /** An agent's stored policy that cannot be used (the background verification records it as a failure). */
 export class AgentPolicyUnusable extends Data.TaggedError("AgentPolicyUnusable")<{ readonly message: string }> {}
@@ -23,7 +23,7 @@ export class AgentPolicyUnusable extends Data.TaggedError("AgentPolicyUnusable")
 export class PushConfigError extends Data.TaggedError("PushConfigError")<{ readonly message: string }> {}
 
 /** What phase 1 needs of the agent: no compilation. */
-export const negotiationPolicyOf = (view: AgentView): NegotiationPolicy => {
+export const negotiationPolicyOf = (view: PushAgentFacts): NegotiationPolicy => {
   const tpm = parseTpmPolicy(view.tpm_policy)
   return {
     tpmPolicyPcrs: Either.isRight(tpm) ? [...tpm.right.pcrs.entries()].filter(([, v]) => v.size > 0).map(([p]) => p) : [],
@@ -52,7 +52,7 @@ export const makeAgentPolicies = Effect.gen(function*() {
   // the same AK bytes object per agent and AK text, so the AK cache finds its key by identity
   const akBytes = new Map<string, { readonly text: string; readonly bytes: Uint8Array }>()
 
-  const policyOf = (view: AgentView) =>
+  const policyOf = (view: PushAgentFacts) =>
     Effect.gen(function*() {
       const tpm = parseTpmPolicy(view.tpm_policy)
       if (Either.isLeft(tpm)) return yield* new AgentPolicyUnusable({ message: `tpm_policy ${tpm.left.field} ${tpm.left.reason}` })

@@ -5,9 +5,10 @@
  * PostgreSQL.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { storeError } from "../errors.js"
+import { storeError, type VerifierStoreError } from "../errors.js"
+import { AgentView } from "../repo/rows.js"
 
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
@@ -31,6 +32,7 @@ export const PushAgentRow = Schema.Struct({
   last_success_at: Schema.NullOr(DbInteger),
   deadline_at: Schema.NullOr(DbInteger),
   evaluation_state: Schema.NullOr(Schema.String),
+  /** Written 0 at creation and no longer advanced: the next index follows the latest attestation (its key refuses a duplicate). */
   next_index: DbInteger,
   updated_at: DbInteger
 })
@@ -53,6 +55,53 @@ export const AttestationRow = Schema.Struct({
   verification_completed_at: Schema.NullOr(DbInteger)
 })
 export type AttestationRow = typeof AttestationRow.Type
+
+/** What negotiation and verification read of the agent's enrolment: no policy text, no pull-loop state. */
+export const PushAgentFacts = Schema.Struct(Struct.pick(AgentView.fields,
+  "agent_id",
+  "ak_tpm",
+  "tpm_policy",
+  "accept_tpm_hash_algs",
+  "accept_tpm_encryption_algs",
+  "accept_tpm_signing_algs",
+  "runtime_policy_name",
+  "runtime_policy_checksum",
+  "runtime_policy_has_policy",
+  "mb_policy_name",
+  "mb_policy_checksum",
+  "mb_policy_has_policy"
+))
+export type PushAgentFacts = typeof PushAgentFacts.Type
+
+/** The latest attestation without its stored evidence and failures (large; the hot path never reads them). */
+export const LatestAttestation = Schema.Struct(Struct.omit(AttestationRow.fields, "evidence", "failures"))
+export type LatestAttestation = typeof LatestAttestation.Type
+
+/**
+ * Everything phase 1 and phase 2 read before they write, in one statement: the agent's facts,
+ * its push row (absent before its first attestation) and its latest attestation.
+ */
+export interface AttestationContext {
+  readonly agent: PushAgentFacts
+  readonly push: Option.Option<Pick<PushAgentRow, "evaluation_state">>
+  readonly latest: Option.Option<LatestAttestation>
+}
+
+const AGENT_FACT_COLUMNS: ReadonlyArray<string> = [
+  "a.agent_id",
+  "a.ak_tpm",
+  "a.tpm_policy",
+  "a.accept_tpm_hash_algs",
+  "a.accept_tpm_encryption_algs",
+  "a.accept_tpm_signing_algs",
+  "a.runtime_policy_name",
+  "r.checksum AS runtime_policy_checksum",
+  "r.has_policy AS runtime_policy_has_policy",
+  "a.mb_policy_name",
+  "m.checksum AS mb_policy_checksum",
+  "m.has_policy AS mb_policy_has_policy"
+]
+const LATEST_COLUMNS = Object.keys(LatestAttestation.fields).filter((c) => c !== "agent_id")
 
 export interface NewAttestation {
   readonly agent_id: string
@@ -78,6 +127,9 @@ export interface OutcomeWrite {
 const decodeSession = Schema.decodeUnknownEither(SessionRow)
 const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
 const decodeAttestation = Schema.decodeUnknownEither(AttestationRow)
+const decodeFacts = Schema.decodeUnknownEither(PushAgentFacts)
+const decodeLatest = Schema.decodeUnknownEither(LatestAttestation)
+const decodeState = Schema.decodeUnknownEither(Schema.Struct({ evaluation_state: Schema.NullOr(Schema.String) }))
 
 export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/PushRepo", {
   effect: Effect.gen(function*() {
@@ -143,13 +195,6 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           })
         } ON CONFLICT (agent_id) DO NOTHING`
       )
-    /** Reserves the next attestation index: the one reserved, or None when a concurrent creation took it. */
-    const reserveIndex = (agentId: string, expected: number, at: number) =>
-      run(
-        "reserve attestation index",
-        sql`UPDATE push_agents SET next_index = next_index + 1, updated_at = ${at}
-          WHERE agent_id = ${agentId} AND next_index = ${expected} RETURNING next_index`
-      ).pipe(Effect.map((rows) => (rows.length === 0 ? Option.none<number>() : Option.some(expected))))
     const recordOutcome = (agentId: string, w: OutcomeWrite) =>
       run(
         "record push outcome",
@@ -187,6 +232,48 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = 0, deadline_at = NULL, updated_at = ${at}
           WHERE agent_id = ${agentId} RETURNING agent_id`
       ).pipe(Effect.map((rows) => rows.length > 0))
+
+    // the policies' facts through their covering indexes (migration 0018; see AgentRepo's views)
+    const policiesJoin = sql.onDialectOrElse({
+      sqlite: () =>
+        sql.literal(
+          "JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
+            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
+        ),
+      orElse: () => sql.literal("JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name JOIN verifier_mb_policies m ON m.name = a.mb_policy_name")
+    })
+    const contextColumns = sql.literal(
+      [...AGENT_FACT_COLUMNS, "p.agent_id AS p_agent_id", "p.evaluation_state AS p_evaluation_state", ...LATEST_COLUMNS.map((c) => `t.${c} AS t_${c}`)].join(", ")
+    )
+    /** The agent's AttestationContext; None when no such agent is enrolled. */
+    const attestationContext = (agentId: string) =>
+      run(
+        "read attestation context",
+        sql<Record<string, unknown>>`SELECT ${contextColumns} FROM verifier_agents a ${policiesJoin}
+          LEFT JOIN push_agents p ON p.agent_id = a.agent_id
+          LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${agentId})
+          WHERE a.agent_id = ${agentId}`
+      ).pipe(Effect.flatMap((rows): Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError> => {
+        const r = rows[0]
+        if (r === undefined) return Effect.succeed(Option.none())
+        const agent = decodeFacts(r)
+        if (Either.isLeft(agent)) return Effect.fail(storeError("read attestation context")(agent.left))
+        let push: Option.Option<Pick<PushAgentRow, "evaluation_state">> = Option.none()
+        if (r["p_agent_id"] !== null && r["p_agent_id"] !== undefined) {
+          const state = decodeState({ evaluation_state: r["p_evaluation_state"] })
+          if (Either.isLeft(state)) return Effect.fail(storeError("read attestation context")(state.left))
+          push = Option.some(state.right)
+        }
+        let latest: Option.Option<LatestAttestation> = Option.none()
+        if (r["t_idx"] !== null && r["t_idx"] !== undefined) {
+          const fields: Record<string, unknown> = { agent_id: agentId }
+          for (const c of LATEST_COLUMNS) fields[c] = r[`t_${c}`]
+          const row = decodeLatest(fields)
+          if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+          latest = Option.some(row.right)
+        }
+        return Effect.succeed(Option.some({ agent: agent.right, push, latest }))
+      }))
 
     // --- attestations ---
     const insertAttestation = (a: NewAttestation) =>
@@ -259,11 +346,11 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       findPushAgent,
       ensurePushAgent,
       listPushAgents,
-      reserveIndex,
       recordOutcome,
       expireDeadlines,
       nextDeadline,
       restoreAcceptance,
+      attestationContext,
       insertAttestation,
       findAttestation,
       latestAttestation,
