@@ -28,7 +28,7 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
@@ -109,6 +109,20 @@ export interface BoundListener {
   readonly url: string
 }
 
+/** A route answered from node's request itself; true when it took the request (it answers it). */
+export type DirectHandler = (request: http.IncomingMessage, response: http.ServerResponse) => boolean
+
+/**
+ * Routes answered without the router, per listener (optional in context): a server whose few hot
+ * routes cost more in the HttpApi pipeline than in their own work answers them from node's
+ * request (the verifier's push attestations: src/verifier/push/directRoutes.ts). Every other
+ * request, and any the handler declines, goes through the platform and the router as before.
+ */
+export class DirectRoutes extends Context.Tag("attest/http/DirectRoutes")<
+  DirectRoutes,
+  (listener: Listener) => DirectHandler | undefined
+>() {}
+
 /** Where each listener actually listens (its port is known only after binding when 0 was asked). */
 export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
   BoundListeners,
@@ -118,6 +132,7 @@ export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
 const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>) =>
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
+    const direct = yield* Effect.serviceOption(DirectRoutes)
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
       const node = nodeServer(l.tls === undefined ? {} : { tls: l.tls })
@@ -125,6 +140,8 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       const listener: Listener = { name: l.name, tls: l.tls !== undefined }
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
       yield* server.serve(platformMiddleware(options, listener)(app))
+      const handler = Option.isSome(direct) ? direct.value(listener) : undefined
+      if (handler !== undefined) answerDirectFirst(node, handler)
       const address = node.address() as AddressInfo
       const url = `${l.tls === undefined ? "http" : "https"}://${formatAddress(address.address, address.port)}`
       bound.set(l.name, { name: l.name, host: address.address, port: address.port, tls: l.tls !== undefined, url })
@@ -132,6 +149,13 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
     }
     return bound as ReadonlyMap<string, BoundListener>
   })
+
+/** The direct handler sees each request before the server's own listener (the platform's). */
+const answerDirectFirst = (node: http.Server, handler: DirectHandler) => {
+  const emit = node.emit.bind(node) as (event: string, ...args: Array<unknown>) => boolean
+  node.emit = ((event: string, ...args: Array<unknown>) =>
+    event === "request" && handler(args[0] as http.IncomingMessage, args[1] as http.ServerResponse) ? true : emit(event, ...args)) as typeof node.emit
+}
 
 const platformLayers = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
   layer.pipe(

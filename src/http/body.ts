@@ -57,7 +57,7 @@ export const jsonDepthExceeds = (text: string, limit: number): boolean => {
 }
 
 /** Whether the request carries a body at all (a declared length > 0, or chunked). */
-export const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+export const hasBody = (request: { readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> }): boolean => {
   const length = request.headers["content-length"]
   return (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
 }
@@ -120,8 +120,11 @@ export const readBodyText = (incoming: http.IncomingMessage, maxBytes: number): 
 export const readBoundedBody = (
   request: HttpServerRequest.HttpServerRequest,
   limits: BodyLimits
-): Effect.Effect<string, BodyRefused> =>
-  Effect.flatMap(readBodyText(NodeHttpServerRequest.toIncomingMessage(request), limits.maxBytes), (text) =>
+): Effect.Effect<string, BodyRefused> => readBoundedText(NodeHttpServerRequest.toIncomingMessage(request), limits)
+
+/** The same from node's request (a route answered without the router: src/verifier/push/directRoutes.ts). */
+export const readBoundedText = (incoming: http.IncomingMessage, limits: BodyLimits): Effect.Effect<string, BodyRefused> =>
+  Effect.flatMap(readBodyText(incoming, limits.maxBytes), (text) =>
     jsonDepthExceeds(text, limits.maxDepth)
       ? Effect.fail(new BodyRefused({ reason: "too-deep", limit: limits.maxDepth, message: StatusText.tooDeep(limits.maxDepth) }))
       : Effect.succeed(text))

@@ -10,6 +10,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
 import { HttpServers } from "../../layers/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
+import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
@@ -28,6 +29,7 @@ import { Policies } from "./policy/Policies.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
 import { PushClientIdentity } from "./push/auth.js"
 import { ServerRootHttpLive, V3AdminHttpLive } from "./push/AdminHttp.js"
+import { PushDirectRoutes } from "./push/directRoutes.js"
 import { PushHttpLive } from "./push/Http.js"
 import { PushDomainLive } from "./push/Server.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -87,6 +89,10 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     Layer.provide(serveEarJwks),
     // v2 routes only: the push model's /v3 routes answer in JSON:API
     Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3")))),
+    // a push attestation's two requests, answered without the router (push/directRoutes.ts)
+    Layer.provide(
+      PushDirectRoutes({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }).pipe(Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple")))
+    ),
     // one process serves both families: API 2.x (envelope) and 3.0 (JSON:API, push agents). Given
     // here, outermost: the handlers see the ClientIdentity of the server's context (admins by mTLS,
     // agents by their token), which replaces any given from outside

@@ -78,16 +78,49 @@ const pushErrorResponse = (e: PushError | VerifierStoreError) => {
 export const guarded = <R>(action: string, operationClass: OperationClass, agentId: string | undefined, body: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
   Effect.flatMap(authorizeV3(action, operationClass, agentId), (decided) => Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body)
 
-const bodyOf = <A, I>(schema: Schema.Schema<A, I, never>, type: string) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* Effect.orElseSucceed(request.text, () => "")
-    return readDocument(schema, type, request.headers["content-type"], text)
-  })
+/** The request's body text and content type (the platform read it within its limits). */
+const requestBody = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const text = yield* Effect.orElseSucceed(request.text, () => "")
+  return { contentType: request.headers["content-type"], text }
+})
 
 /** `latest` or a non-negative integer; anything else names no attestation. */
 const indexOf = (text: string): number | "latest" | undefined =>
   text === "latest" ? "latest" : /^\d{1,9}$/.test(text) ? Number(text) : undefined
+
+/**
+ * Phase 1's answer to an authorized agent, from the request's parts: the router's handler and the
+ * direct route of push/directRoutes.ts both answer with it.
+ */
+export const createAttestationAnswer = (attestations: Attestations, agentId: string, contentType: string | undefined, text: string) =>
+  Effect.gen(function*() {
+    const doc = readDocument(AttestationCreateDocument, "attestation", contentType, text)
+    if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
+    const a = doc.right.data.attributes
+    if (a.system_info === undefined && a.evidence_supported.some((e) => e.evidence_type === "ima_log")) {
+      return yield* errorsResponse([resourceError("/data/attributes/system_info", "is required when an IMA log is offered")])
+    }
+    const created = yield* Effect.either(attestations.create(agentId, { evidenceSupported: a.evidence_supported, bootTime: a.system_info?.boot_time ?? "1970-01-01T00:00:00Z" }))
+    if (Either.isLeft(created)) return yield* pushErrorResponse(created.left)
+    const requestPath = yield* FiberRef.get(currentRequestPath)
+    const prefix = versionPrefixOf(requestPath)
+    const row = created.right
+    return jsonApiResponse(201, evidenceRequestedDocument(row, requestedOf(row), prefix, requestPath), { location: `${prefix}/agents/${row.agent_id}/attestations/${row.idx}` })
+  })
+
+/** Phase 2's answer to an authorized agent (shared as createAttestationAnswer). */
+export const submitEvidenceAnswer = (attestations: Attestations, agentId: string, indexText: string, contentType: string | undefined, text: string) =>
+  Effect.gen(function*() {
+    const index = indexOf(indexText)
+    if (index === undefined) return yield* coded(404, "not_found", `No attestation ${indexText} exists for agent '${agentId}'.`)
+    const doc = readDocument(AttestationEvidenceDocument, "attestation", contentType, text)
+    if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
+    const done = yield* Effect.either(attestations.submit(agentId, index, doc.right.data.attributes.evidence_collected))
+    if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)
+    const prefix = versionPrefixOf(yield* FiberRef.get(currentRequestPath))
+    return jsonApiResponse(202, evidenceAcceptedDocument(done.right.row, requestedOf(done.right.row), prefix, done.right.secondsToNext))
+  })
 
 const SessionMediaTypes = ["application/vnd.api+json", "application/json"]
 
@@ -194,31 +227,9 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           }
         }))
       .handleRaw("createAttestation", ({ path }) =>
-        guarded("submit_attestation", "agent", path.agent_id, Effect.gen(function*() {
-          const doc = yield* bodyOf(AttestationCreateDocument, "attestation")
-          if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
-          const a = doc.right.data.attributes
-          if (a.system_info === undefined && a.evidence_supported.some((e) => e.evidence_type === "ima_log")) {
-            return yield* errorsResponse([resourceError("/data/attributes/system_info", "is required when an IMA log is offered")])
-          }
-          const created = yield* Effect.either(attestations.create(path.agent_id, { evidenceSupported: a.evidence_supported, bootTime: a.system_info?.boot_time ?? "1970-01-01T00:00:00Z" }))
-          if (Either.isLeft(created)) return yield* pushErrorResponse(created.left)
-          const requestPath = yield* FiberRef.get(currentRequestPath)
-          const prefix = versionPrefixOf(requestPath)
-          const row = created.right
-          return jsonApiResponse(201, evidenceRequestedDocument(row, requestedOf(row), prefix, requestPath), { location: `${prefix}/agents/${row.agent_id}/attestations/${row.idx}` })
-        })))
+        guarded("submit_attestation", "agent", path.agent_id, Effect.flatMap(requestBody, (b) => createAttestationAnswer(attestations, path.agent_id, b.contentType, b.text))))
       .handleRaw("submitEvidence", ({ path }) =>
-        guarded("submit_attestation", "agent", path.agent_id, Effect.gen(function*() {
-          const index = indexOf(path.index)
-          if (index === undefined) return yield* coded(404, "not_found", `No attestation ${path.index} exists for agent '${path.agent_id}'.`)
-          const doc = yield* bodyOf(AttestationEvidenceDocument, "attestation")
-          if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
-          const done = yield* Effect.either(attestations.submit(path.agent_id, index, doc.right.data.attributes.evidence_collected))
-          if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)
-          const prefix = versionPrefixOf(yield* FiberRef.get(currentRequestPath))
-          return jsonApiResponse(202, evidenceAcceptedDocument(done.right.row, requestedOf(done.right.row), prefix, done.right.secondsToNext))
-        })))
+        guarded("submit_attestation", "agent", path.agent_id, Effect.flatMap(requestBody, (b) => submitEvidenceAnswer(attestations, path.agent_id, path.index, b.contentType, b.text))))
       .handleRaw("listAttestations", ({ path }) =>
         guarded("list_attestations", "admin", path.agent_id, Effect.gen(function*() {
           const rows = yield* Effect.either(attestations.list(path.agent_id))

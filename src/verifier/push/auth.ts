@@ -30,40 +30,50 @@ export interface AuthRefusal {
   readonly detail: string
 }
 
+/** Who the caller is, or why it is refused. */
+export type Identified = Either.Either<Identity, AuthRefusal>
+const refused = (r: AuthRefusal): Identified => Either.left(r)
+const identified = (i: Identity): Identified => Either.right(i)
+
+/** The agent an `Authorization` header names, or the 401 it earns. */
+export const identifyByAuthorization = (header: string) =>
+  Effect.gen(function*() {
+    const m = /^Bearer (.+)$/.exec(header.trim())
+    if (m === null) return refused({ status: 401, detail: TokenText.format })
+    const sessions = yield* Sessions
+    const checked = yield* Effect.either(sessions.checkToken(m[1]!))
+    return Either.isLeft(checked)
+      ? refused({ status: 401, detail: TokenText[checked.left.reason] })
+      : identified({ _tag: "Agent", agentId: checked.right.agent_id })
+  })
+
 /** The caller of a v3 request, or the 401 its Authorization header earns. */
 export const identifyV3 = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const header = request.headers["authorization"]
-    if (header !== undefined) {
-      const m = /^Bearer (.+)$/.exec(header.trim())
-      if (m === null) return Either.left<AuthRefusal>({ status: 401, detail: TokenText.format })
-      const sessions = yield* Sessions
-      const checked = yield* Effect.either(sessions.checkToken(m[1]!))
-      return Either.isLeft(checked)
-        ? Either.left<AuthRefusal>({ status: 401, detail: TokenText[checked.left.reason] })
-        : Either.right<Identity>({ _tag: "Agent", agentId: checked.right.agent_id })
-    }
+    if (header !== undefined) return yield* identifyByAuthorization(header)
     const identity = yield* (yield* ClientIdentity).identify(request)
-    return Either.right<Identity>(identity)
+    return identified(identity)
   })
 
-/** The check a v3 handler runs first. */
-export const authorizeV3 = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>
+/** The AuthorizationProvider's decision for an identified caller: 403 with its text when denied. */
+export const authorizeIdentified = (caller: Identified, action: string, operationClass: OperationClass, resourceAgentId?: string) =>
   Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const identified = yield* identifyV3(request)
-    if (Either.isLeft(identified)) return Either.left(identified.left)
+    if (Either.isLeft(caller)) return caller
     const provider = yield* AuthorizationProvider
     const decided = yield* Effect.either(provider.authorize({
       action,
       operationClass,
-      identity: identified.right,
+      identity: caller.right,
       ...(resourceAgentId === undefined ? {} : { resourceAgentId })
     }))
-    return Either.isLeft(decided)
-      ? Either.left<AuthRefusal>({ status: 403, detail: decided.left.message })
-      : Either.right<Identity>(identified.right)
+    return Either.isLeft(decided) ? refused({ status: 403, detail: decided.left.message }) : caller
   })
+
+/** The check a v3 handler runs first. */
+export const authorizeV3 = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.flatMap(identifyV3(request), (caller) => authorizeIdentified(caller, action, operationClass, resourceAgentId)))
 
 /** ClientIdentity of the verifier: admins by mTLS (ServerTls), agents by their session token. */
 export const PushClientIdentity: Layer.Layer<ClientIdentity, never, ServerTls | Sessions> = Layer.effect(
