@@ -56,7 +56,7 @@ export interface PullFigure {
   readonly onSchedule: number
 }
 
-export const pullPhase = (o: { readonly agents: number; readonly seconds: number; readonly dir: string; readonly caDir: string }) =>
+export const pullPhase = (o: { readonly agents: number; readonly seconds: number; readonly settleSeconds: number; readonly dir: string; readonly caDir: string }) =>
   Effect.scoped(Effect.gen(function*() {
     const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(o.agents), o.caDir], (out) => {
       const line = out.split("\n").find((l) => l.startsWith("{"))
@@ -91,7 +91,8 @@ export const pullPhase = (o: { readonly agents: number; readonly seconds: number
       new Map((db.prepare("SELECT agent_id, attestation_count FROM verifier_agents").all() as Array<{ agent_id: string; attestation_count: number }>).map((r) => [r.agent_id, Number(r.attestation_count)]))
     const warm = Date.now()
     while ([...counts().values()].filter((c) => c >= 2).length < o.agents && Date.now() - warm < 60_000) yield* Effect.sleep("500 millis")
-    yield* Effect.sleep("2 seconds")
+    // the same steady state as the push phase before it is measured
+    yield* Effect.sleep(`${o.settleSeconds} seconds`)
     const before = counts()
     const cpu0 = cpuMs(verifier.pid)
     const t0 = performance.now()

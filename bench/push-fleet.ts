@@ -13,7 +13,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref } from "effect"
 import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TpmSimulator } from "../layers/TpmSimulator.js"
@@ -35,11 +35,29 @@ import { validBody } from "../test/verifier/support.js"
 const AGENTS = Number(process.argv[2] ?? 20)
 const SECONDS = Number(process.argv[3] ?? 30)
 const CLOCK_TICKS_PER_S = 100
+/** Seconds of steady attestation before the measured window (both phases; BENCH_SETTLE_S). */
+const SETTLE_SECONDS = Number(process.env["BENCH_SETTLE_S"] ?? 20)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
 const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
+}
+/** CPU ms of each thread of `pid` (its name and time), for where the verifier's CPU goes. */
+const threadCpuMs = (pid: number): Map<string, number> => {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+      const fields = stat.split(") ")[1]!.split(" ")
+      const key = tid === String(pid) ? "main" : name
+      out.set(key, (out.get(key) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S)
+    } catch {
+      // the thread ended
+    }
+  }
+  return out
 }
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
 /** Client ports of established TCP connections to `port` on this host (/proc/net/tcp{,6}). */
@@ -76,7 +94,8 @@ const main = Effect.gen(function*() {
   // BENCH_PROF_DIR=<dir>: a CPU profile of the verifier process (written when it exits); the fleet's
   // window is printed in the profile's clock (monotonic µs) for bench/_profileSummary.ts
   const prof = process.env["BENCH_PROF_DIR"]
-  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), "--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], {
+  const perfOut = process.env["BENCH_PERF"]
+  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...(perfOut === undefined ? [] : ["--perf-basic-prof"]), ...(process.env["BENCH_VERIFIER_FLAGS"]?.split(" ").filter((f) => f !== "") ?? []), "--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], {
     stdio: ["ignore", "pipe", "inherit"]
   })
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
@@ -85,7 +104,10 @@ const main = Effect.gen(function*() {
   const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
   const url = yield* Effect.async<string>((resume) => {
     let out = ""
+    const copy = process.env["BENCH_VERIFIER_OUT"]
     child.stdout.on("data", (d: Buffer) => {
+      if (copy !== undefined) appendFileSync(copy, d)
+      if (out.length > 1_000_000) return
       out += d.toString()
       const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
       if (m) resume(Effect.succeed(m[1]!))
@@ -172,8 +194,13 @@ const main = Effect.gen(function*() {
   // extends it) and has sent its whole IMA list once; at most 60 s
   const warm = performance.now()
   while ((yield* accepted).some((n) => n < 2) && performance.now() - warm < 60_000) yield* Effect.sleep("500 millis")
+  // then a steady state: the JIT done optimizing the attestation path, as on a verifier running for days
+  yield* Effect.sleep(Duration.seconds(SETTLE_SECONDS))
   const warmSeconds = (performance.now() - warm) / 1000
   const cpuBefore = cpuMs(pid)
+  const threadsBefore = threadCpuMs(pid)
+  // BENCH_PERF=<file>: `perf record` of the verifier over the window (on-CPU samples only)
+  const perf = perfOut === undefined ? undefined : spawn("perf", ["record", "-F", "997", "-g", "-p", String(pid), "-o", perfOut], { stdio: "ignore" })
   const start = performance.now()
   const windowStartUs = monotonicUs()
   const acceptedBefore = (yield* accepted).reduce((a, b) => a + b, 0)
@@ -187,6 +214,11 @@ const main = Effect.gen(function*() {
   }
   const windowEndUs = monotonicUs()
   const cpu = cpuMs(pid) - cpuBefore
+  const threadsAfter = threadCpuMs(pid)
+  if (perf !== undefined) {
+    perf.kill("SIGINT")
+    yield* Effect.promise(() => new Promise((resolve) => perf.once("exit", resolve)))
+  }
   const seconds = (performance.now() - start) / 1000
   const inWindow = (yield* accepted).reduce((a, b) => a + b, 0) - acceptedBefore
   // kept-alive connections: the same client ports at both ends of the window mean no new TLS handshakes
@@ -231,13 +263,14 @@ const main = Effect.gen(function*() {
   }
   latencies.sort((a, b) => a - b)
   // the pull figure in the same run (BENCH_PULL=0 leaves it out): a pull-mode verifier, same N and window
-  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* pullPhase({ agents: AGENTS, seconds: SECONDS, dir, caDir })
+  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* pullPhase({ agents: AGENTS, seconds: SECONDS, settleSeconds: SETTLE_SECONDS, dir, caDir })
   const perAttestation = cpu / Math.max(1, inWindow)
   console.log(`${AGENTS} push agents, quote_interval 2 s: warm-up ${warmSeconds.toFixed(1)} s, then ${inWindow} attestations in ${seconds.toFixed(1)} s (${(inWindow / seconds).toFixed(2)}/s); ${done} verified in all (${passed} pass)`)
   console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation after warm-up (phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
   const totals = (yield* Effect.forEach(stats, Ref.get)).reduce((t, c) => ({ accepted: t.accepted + c.accepted, refused: t.refused + c.refused, sessions: t.sessions + c.sessions }), { accepted: 0, refused: 0, sessions: 0 })
   console.log(`connections to the verifier: ${portsBefore.size} at the window's start, ${portsAfter.size} at its end, ${kept} the same (kept alive)`)
   console.log(`agents: ${totals.accepted} evidence accepted, ${totals.refused} steps refused, ${totals.sessions} sessions`)
+  console.log(`verifier CPU by thread over the window (ms per attestation): ${[...threadsAfter].map(([k, v]) => [k, (v - (threadsBefore.get(k) ?? 0)) / Math.max(1, inWindow)] as const).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`)
   console.log(`idle verifier: ${idleMsPerS.toFixed(1)} ms CPU per second`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
   if (prof !== undefined) console.log(`profile window (monotonic µs): ${windowStartUs} ${windowEndUs}`)

@@ -326,6 +326,9 @@ export const recordPushSession = (result: "created" | "refused"): Effect.Effect<
   Effect.sync(() => Metrics.pushSessions.series(result).unsafeUpdate(1, NO_TAGS))
 
 export const recordPushToken = (event: "issued" | "accepted" | "rejected" | "expired"): Effect.Effect<void> =>
-  Effect.sync(() => Metrics.pushTokens.series(event).unsafeUpdate(1, NO_TAGS))
+  Effect.sync(() => unsafeRecordPushToken(event))
+
+/** The same, from code already running (a token accepted from memory on a push request's hot path). */
+export const unsafeRecordPushToken = (event: "issued" | "accepted" | "rejected" | "expired"): void => Metrics.pushTokens.series(event).unsafeUpdate(1, NO_TAGS)
 
 export const setActivePushTokens = (count: number): Effect.Effect<void> => Effect.sync(() => Metrics.pushTokensActive.series().unsafeUpdate(count, NO_TAGS))

@@ -158,7 +158,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const pass = failures.length === 0
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
-        const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(now) : undefined
+        const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(agentId, now) : undefined
         yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {
@@ -203,7 +203,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const now = yield* Clock.currentTimeMillis
         if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
         const row: AttestationRow = { ...latest, evidence: null, failures: null }
-        const evidence = yield* evidenceOf(requestedOf(row), collected, { bootTime: bootSeconds(latest.boot_time) })
+        const requested = requestedOf(row)
+        const evidence = yield* evidenceOf(requested, collected, { bootTime: bootSeconds(latest.boot_time) })
         const stored = JSON.stringify(collected)
         if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now))) {
           return yield* new EvidenceImmutable({ agentId, index: latest.idx })
@@ -212,6 +213,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: context.agent, prior: priorStateOf(context.push), priorEncoded }))
         return {
           row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
+          requested,
+          collected,
           secondsToNext: Math.max(0, Math.round(quoteMs / 1000))
         }
       })

@@ -12,7 +12,7 @@ import { currentRequestPath, type JsonApiError, jsonApiErrorResponse, jsonApiRes
 import type { VerifierStoreError } from "../errors.js"
 import { Attestations, requestedOf } from "./Attestations.js"
 import { authorizeV3 } from "./auth.js"
-import { type DocumentRefusal, readDocument, resourceError } from "./documents.js"
+import { type DocumentRefusal, memoizedReader, readDocument, resourceError } from "./documents.js"
 import type { PushError } from "./errors.js"
 import type { AttestationRow } from "./repo.js"
 import { attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./render.js"
@@ -89,13 +89,16 @@ const requestBody = Effect.gen(function*() {
 const indexOf = (text: string): number | "latest" | undefined =>
   text === "latest" ? "latest" : /^\d{1,9}$/.test(text) ? Number(text) : undefined
 
+/** Phase 1's document: an agent sends the same capabilities every cycle (one decoded copy per agent, for 1,024 agents). */
+const readCapabilities = memoizedReader(AttestationCreateDocument, "attestation", 1024)
+
 /**
  * Phase 1's answer to an authorized agent, from the request's parts: the router's handler and the
  * direct route of push/directRoutes.ts both answer with it.
  */
 export const createAttestationAnswer = (attestations: Attestations, agentId: string, contentType: string | undefined, text: string) =>
   Effect.gen(function*() {
-    const doc = readDocument(AttestationCreateDocument, "attestation", contentType, text)
+    const doc = readCapabilities(contentType, text)
     if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
     const a = doc.right.data.attributes
     if (a.system_info === undefined && a.evidence_supported.some((e) => e.evidence_type === "ima_log")) {
@@ -119,7 +122,7 @@ export const submitEvidenceAnswer = (attestations: Attestations, agentId: string
     const done = yield* Effect.either(attestations.submit(agentId, index, doc.right.data.attributes.evidence_collected))
     if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)
     const prefix = versionPrefixOf(yield* FiberRef.get(currentRequestPath))
-    return jsonApiResponse(202, evidenceAcceptedDocument(done.right.row, requestedOf(done.right.row), prefix, done.right.secondsToNext))
+    return jsonApiResponse(202, evidenceAcceptedDocument(done.right.row, done.right.requested, prefix, done.right.secondsToNext, done.right.collected))
   })
 
 const SessionMediaTypes = ["application/vnd.api+json", "application/json"]

@@ -87,3 +87,28 @@ export const readDocument = <A, I>(
     (e): DocumentRefusal => ({ _tag: "Invalid", status: 422, errors: resourceErrors(e) })
   )
 }
+
+/**
+ * readDocument for a document agents send unchanged again and again (phase 1's capabilities: the
+ * same bytes every cycle of an agent): the decoded result of the last `capacity` distinct texts is
+ * kept, least recently used dropped first. Only accepted documents are kept; results are never
+ * mutated by their readers.
+ */
+export const memoizedReader = <A, I>(schema: Schema.Schema<A, I, never>, resourceType: string, capacity: number) => {
+  const accepted = new Map<string, A>()
+  return (contentType: string | undefined, text: string): Either.Either<A, DocumentRefusal> => {
+    if (mediaTypeOf(contentType) !== JSON_API_MEDIA_TYPE) return readDocument(schema, resourceType, contentType, text)
+    const known = accepted.get(text)
+    if (known !== undefined) {
+      accepted.delete(text)
+      accepted.set(text, known)
+      return Either.right(known)
+    }
+    const read = readDocument(schema, resourceType, contentType, text)
+    if (Either.isRight(read)) {
+      if (accepted.size >= capacity) accepted.delete(accepted.keys().next().value!)
+      accepted.set(text, read.right)
+    }
+    return read
+  }
+}

@@ -77,9 +77,9 @@ export const evidenceRequestedDocument = (row: AttestationRow, requested: Readon
 })
 
 /** Each requested item with what the agent offered, the verifier chose and the agent sent. */
-const evidenceItems = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>) => {
+const evidenceItems = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>, known?: ReadonlyArray<EvidenceCollected>) => {
   const offered = parse<ReadonlyArray<EvidenceSupported>>(row.capabilities, [])
-  const collected = parse<ReadonlyArray<EvidenceCollected>>(row.evidence, [])
+  const collected = known ?? parse<ReadonlyArray<EvidenceCollected>>(row.evidence, [])
   return requested.map((r, i) => ({
     evidence_class: r.evidence_class,
     evidence_type: r.evidence_type,
@@ -89,11 +89,11 @@ const evidenceItems = (row: AttestationRow, requested: ReadonlyArray<EvidenceReq
   }))
 }
 
-const stateAttributes = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>) => ({
+const stateAttributes = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>, collected?: ReadonlyArray<EvidenceCollected>) => ({
   stage: row.stage,
   evaluation: row.evaluation,
   failure_reason: row.failure_reason,
-  evidence: evidenceItems(row, requested),
+  evidence: evidenceItems(row, requested, collected),
   system_info: systemInfo(row),
   capabilities_received_at: isoMicros(row.capabilities_received_at),
   challenges_expire_at: isoMicros(row.challenges_expire_at),
@@ -101,16 +101,22 @@ const stateAttributes = (row: AttestationRow, requested: ReadonlyArray<EvidenceR
   ...(row.verification_completed_at === null ? {} : { verification_completed_at: isoMicros(row.verification_completed_at) })
 })
 
-export const attestationResource = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>, prefix: string) => ({
+export const attestationResource = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>, prefix: string, collected?: ReadonlyArray<EvidenceCollected>) => ({
   type: "attestation",
   id: String(row.idx),
-  attributes: stateAttributes(row, requested),
+  attributes: stateAttributes(row, requested, collected),
   links: { self: attestationPath(prefix, row.agent_id, row.idx) }
 })
 
-/** The 202 of phase 2 (render_evidence_acknowledged + meta). */
-export const evidenceAcceptedDocument = (row: AttestationRow, requested: ReadonlyArray<EvidenceRequested>, prefix: string, secondsToNext: number) => ({
-  data: attestationResource(row, requested, prefix),
+/** The 202 of phase 2 (render_evidence_acknowledged + meta); `collected` is the stored evidence as phase 2 decoded it. */
+export const evidenceAcceptedDocument = (
+  row: AttestationRow,
+  requested: ReadonlyArray<EvidenceRequested>,
+  prefix: string,
+  secondsToNext: number,
+  collected?: ReadonlyArray<EvidenceCollected>
+) => ({
+  data: attestationResource(row, requested, prefix, collected),
   meta: { seconds_to_next_attestation: secondsToNext },
   links: { self: attestationPath(prefix, row.agent_id, row.idx) },
   jsonapi: JSON_API_VERSION

@@ -61,6 +61,12 @@ export const makeTokenCache = (recheckMs: number = TOKEN_RECHECK_MS) => {
       const entry = sessionId === undefined ? undefined : bySession.get(sessionId)
       if (entry !== undefined) bySession.set(entry.session.session_id, { ...entry, session: { ...entry.session, token_expires_at: expiresAt } })
     },
+    /** The token expiry this process last read or wrote for the agent's active session, if it holds one. */
+    expiryOf: (agentId: string): number | undefined => {
+      const sessionId = sessionOfAgent.get(agentId)
+      const entry = sessionId === undefined ? undefined : bySession.get(sessionId)
+      return entry?.session.token_expires_at ?? undefined
+    },
     size: () => bySession.size
   } as const
 }
