@@ -10,7 +10,7 @@
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Data, Effect } from "effect"
+import { Data, Effect, Either } from "effect"
 import type * as http from "node:http"
 import { StatusText } from "../../schemas/Envelope.js"
 import { envelopeResponse } from "./envelope.js"
@@ -66,55 +66,64 @@ const tooLarge = (limit: number) =>
   new BodyRefused({ reason: "too-large", limit, message: StatusText.tooLarge(limit) })
 
 /**
- * The body as UTF-8 text, at most `maxBytes`. Past the limit the text is dropped, the refusal
- * returned at once, and the rest of the body read and discarded (up to DRAIN_FACTOR × the limit,
- * then the connection is closed) so the answer reaches a client that is still sending.
+ * The body as UTF-8 text, at most `maxBytes`, given to `done` once. Past the limit the text is
+ * dropped, the refusal given at once, and the rest of the body read and discarded (up to
+ * DRAIN_FACTOR × the limit, then the connection is closed) so the answer reaches a client that is
+ * still sending. A callback, so a route answered from node's request reads its body before any
+ * fiber starts (src/verifier/push/directRoutes.ts); readBodyText is the effect.
  */
-export const readBodyText = (incoming: http.IncomingMessage, maxBytes: number): Effect.Effect<string, BodyRefused> =>
-  Effect.async<string, BodyRefused>((resume) => {
-    const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
-    if (declared > maxBytes) {
-      // node discards a declared body it was not asked to read once the answer is written
-      resume(Effect.fail(tooLarge(maxBytes)))
+export const collectBodyText = (incoming: http.IncomingMessage, maxBytes: number, done: (read: Either.Either<string, BodyRefused>) => void): void => {
+  const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
+  if (declared > maxBytes) {
+    // node discards a declared body it was not asked to read once the answer is written
+    done(Either.left(tooLarge(maxBytes)))
+    return
+  }
+  const chunks: Array<Buffer> = []
+  let bytes = 0
+  let refused = false
+  const onData = (chunk: Buffer) => {
+    bytes += chunk.length
+    if (refused) {
+      if (bytes > maxBytes * DRAIN_FACTOR) incoming.socket.destroy()
       return
     }
-    const chunks: Array<Buffer> = []
-    let bytes = 0
-    let refused = false
-    const onData = (chunk: Buffer) => {
-      bytes += chunk.length
-      if (refused) {
-        if (bytes > maxBytes * DRAIN_FACTOR) incoming.socket.destroy()
-        return
-      }
-      if (bytes > maxBytes) {
-        refused = true
-        chunks.length = 0
-        resume(Effect.fail(tooLarge(maxBytes)))
-        return
-      }
-      chunks.push(chunk)
+    if (bytes > maxBytes) {
+      refused = true
+      chunks.length = 0
+      done(Either.left(tooLarge(maxBytes)))
+      return
     }
-    const onEnd = () => {
-      cleanup()
-      if (!refused) resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
-    }
-    const onError = (e: Error) => {
-      cleanup()
-      if (!refused) resume(Effect.fail(new BodyRefused({ reason: "unreadable", limit: maxBytes, message: e.message })))
-    }
-    const cleanup = () => {
-      incoming.off("data", onData)
-      incoming.off("end", onEnd)
-      incoming.off("error", onError)
-      incoming.off("aborted", onAborted)
-    }
-    const onAborted = () => onError(new Error("the client aborted the request"))
-    incoming.on("data", onData)
-    incoming.once("end", onEnd)
-    incoming.once("error", onError)
-    incoming.once("aborted", onAborted)
-  })
+    chunks.push(chunk)
+  }
+  const onEnd = () => {
+    cleanup()
+    if (!refused) done(Either.right(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+  }
+  const onError = (e: Error) => {
+    cleanup()
+    if (!refused) done(Either.left(new BodyRefused({ reason: "unreadable", limit: maxBytes, message: e.message })))
+  }
+  const cleanup = () => {
+    incoming.off("data", onData)
+    incoming.off("end", onEnd)
+    incoming.off("error", onError)
+    incoming.off("aborted", onAborted)
+  }
+  const onAborted = () => onError(new Error("the client aborted the request"))
+  incoming.on("data", onData)
+  incoming.once("end", onEnd)
+  incoming.once("error", onError)
+  incoming.once("aborted", onAborted)
+}
+
+/** collectBodyText as an effect. */
+export const readBodyText = (incoming: http.IncomingMessage, maxBytes: number): Effect.Effect<string, BodyRefused> =>
+  Effect.async<string, BodyRefused>((resume) => collectBodyText(incoming, maxBytes, (read) => resume(read)))
+
+/** The text within the JSON depth limit, or the refusal. */
+export const withinDepth = (text: string, maxDepth: number): Either.Either<string, BodyRefused> =>
+  jsonDepthExceeds(text, maxDepth) ? Either.left(new BodyRefused({ reason: "too-deep", limit: maxDepth, message: StatusText.tooDeep(maxDepth) })) : Either.right(text)
 
 /** The body text of a request, within the byte and depth limits. */
 export const readBoundedBody = (
@@ -122,12 +131,9 @@ export const readBoundedBody = (
   limits: BodyLimits
 ): Effect.Effect<string, BodyRefused> => readBoundedText(NodeHttpServerRequest.toIncomingMessage(request), limits)
 
-/** The same from node's request (a route answered without the router: src/verifier/push/directRoutes.ts). */
+/** The same from node's request. */
 export const readBoundedText = (incoming: http.IncomingMessage, limits: BodyLimits): Effect.Effect<string, BodyRefused> =>
-  Effect.flatMap(readBodyText(incoming, limits.maxBytes), (text) =>
-    jsonDepthExceeds(text, limits.maxDepth)
-      ? Effect.fail(new BodyRefused({ reason: "too-deep", limit: limits.maxDepth, message: StatusText.tooDeep(limits.maxDepth) }))
-      : Effect.succeed(text))
+  Effect.flatMap(readBodyText(incoming, limits.maxBytes), (text) => withinDepth(text, limits.maxDepth))
 
 /** 413 for a body over the byte limit, 400 for one nested too deep or unreadable, with its text. */
 export const bodyRefusal = (e: BodyRefused): { readonly code: number; readonly text: string } =>

@@ -18,7 +18,7 @@ import { Effect, Either, Layer, Runtime } from "effect"
 import type * as http from "node:http"
 import { type DirectHandler, DirectRoutes } from "../../../layers/HttpServers.js"
 import { VerifierConfig } from "../../config/services.js"
-import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedText } from "../../http/body.js"
+import { bodyRefusal, type BodyRefused, collectBodyText, DEFAULT_MAX_JSON_DEPTH, hasBody, withinDepth } from "../../http/body.js"
 import { currentMaxBodyBytes, envelopeDefects, originalRequestLine } from "../../http/envelope.js"
 import { currentListener } from "../../http/identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "../../http/jsonapi.js"
@@ -62,62 +62,62 @@ export const PushDirectRoutes = (options: DirectRouteOptions) =>
       const config = yield* VerifierConfig
       const attestations = yield* Attestations
       const runtime = yield* Effect.runtime<Sessions | AuthorizationProvider>()
-      const run = Runtime.runFork(runtime)
       const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
       // with an exporter every request keeps the router's server span
       if (config.otlp_endpoint.trim() !== "") return () => undefined
 
-      return (listener): DirectHandler => (req, res) => {
-        const method = req.method
-        const header = req.headers.authorization
-        const rawPath = req.url ?? ""
-        if ((method !== "POST" && method !== "PATCH") || header === undefined || rawPath.includes("?")) return false
-        const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") : rawPath
-        const version = matchVersionPrefix(path, VERIFIER_VERSIONS)
-        if (version._tag !== "Versioned" || version.version.major < 3) return false
-        const m = ATTESTATIONS.exec(version.rest)
-        if (m === null || (method === "POST") !== (m[2] === undefined)) return false
-        const agentId = m[1]!
-        const index = m[2]
-        const route = index === undefined ? ROUTES.create : ROUTES.submit
-        const started = process.hrtime.bigint()
-
-        const answer = Effect.gen(function*() {
-          let text = ""
-          if (hasBody(req)) {
-            const read = yield* Effect.either(readBoundedText(req, limits))
-            if (Either.isLeft(read)) {
-              const refused = bodyRefusal(read.left)
-              return jsonApiPlatformError(refused.code, refused.text, rawPath)
-            }
-            text = read.right
-          }
-          const decided = yield* Effect.flatMap(identifyByAuthorization(header), (caller) => authorizeIdentified(caller, "submit_attestation", "agent", agentId))
-          if (Either.isLeft(decided)) return yield* titled(decided.left.status, decided.left.detail)
-          const contentType = req.headers["content-type"]
-          return index === undefined
-            ? yield* createAttestationAnswer(attestations, agentId, contentType, text)
-            : yield* submitEvidenceAnswer(attestations, agentId, index, contentType, text)
-        }).pipe(
-          envelopeDefects,
-          Effect.map(withRetryAfter),
-          Effect.tap((response) =>
-            Effect.sync(() => {
-              unsafeRecordHttpRequest(listener.name, method, route, response.status, Number(process.hrtime.bigint() - started) / 1e9)
-              writeResponse(res, response)
-            })
-          ),
-          Effect.locally(currentRequestPath, rawPath),
-          Effect.locally(originalRequestLine, { method, path }),
-          Effect.locally(currentApiVersion, version.version),
-          Effect.locally(currentFamily, "v3"),
-          Effect.locally(currentListener, listener),
-          Effect.locally(currentMaxBodyBytes, options.maxBodyBytes)
+      return (listener): DirectHandler => {
+        // what every direct answer runs under, set once per listener instead of per request
+        const run = Runtime.runFork(
+          Runtime.setFiberRef(Runtime.setFiberRef(Runtime.setFiberRef(runtime, currentListener, listener), currentFamily, "v3"), currentMaxBodyBytes, options.maxBodyBytes)
         )
-        // run to its end even if the client goes away: both phases are a few statements, and a
-        // phase 2 cut between storing the evidence and starting its verdict would leave it pending
-        run(answer)
-        return true
+        return (req, res) => {
+          const method = req.method
+          const header = req.headers.authorization
+          const rawPath = req.url ?? ""
+          if ((method !== "POST" && method !== "PATCH") || header === undefined || rawPath.includes("?")) return false
+          const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") : rawPath
+          const version = matchVersionPrefix(path, VERIFIER_VERSIONS)
+          if (version._tag !== "Versioned" || version.version.major < 3) return false
+          const m = ATTESTATIONS.exec(version.rest)
+          if (m === null || (method === "POST") !== (m[2] === undefined)) return false
+          const agentId = m[1]!
+          const index = m[2]
+          const route = index === undefined ? ROUTES.create : ROUTES.submit
+          const started = process.hrtime.bigint()
+
+          const answer = (body: Either.Either<string, BodyRefused>) =>
+            Effect.gen(function*() {
+              if (Either.isLeft(body)) {
+                const refused = bodyRefusal(body.left)
+                return jsonApiPlatformError(refused.code, refused.text, rawPath)
+              }
+              const decided = yield* Effect.flatMap(identifyByAuthorization(header), (caller) => authorizeIdentified(caller, "submit_attestation", "agent", agentId))
+              if (Either.isLeft(decided)) return yield* titled(decided.left.status, decided.left.detail)
+              const contentType = req.headers["content-type"]
+              return index === undefined
+                ? yield* createAttestationAnswer(attestations, agentId, contentType, body.right)
+                : yield* submitEvidenceAnswer(attestations, agentId, index, contentType, body.right)
+            }).pipe(
+              envelopeDefects,
+              Effect.map(withRetryAfter),
+              Effect.tap((response) =>
+                Effect.sync(() => {
+                  unsafeRecordHttpRequest(listener.name, method, route, response.status, Number(process.hrtime.bigint() - started) / 1e9)
+                  writeResponse(res, response)
+                })
+              ),
+              Effect.locally(currentRequestPath, rawPath),
+              Effect.locally(originalRequestLine, { method, path }),
+              Effect.locally(currentApiVersion, version.version)
+            )
+          // the body is read before the answer's fiber starts, which then runs to its end even if
+          // the client goes away: both phases are a few statements, and a phase 2 cut between
+          // storing the evidence and starting its verdict would leave it pending
+          if (hasBody(req)) collectBodyText(req, limits.maxBytes, (read) => run(answer(Either.flatMap(read, (text) => withinDepth(text, limits.maxDepth)))))
+          else run(answer(Either.right("")))
+          return true
+        }
       }
     })
   )
