@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
+import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
 import { AgentView } from "../repo/rows.js"
 
 export const SessionRow = Schema.Struct({
@@ -233,15 +234,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           WHERE agent_id = ${agentId} RETURNING agent_id`
       ).pipe(Effect.map((rows) => rows.length > 0))
 
-    // the policies' facts through their covering indexes (migration 0018; see AgentRepo's views)
-    const policiesJoin = sql.onDialectOrElse({
-      sqlite: () =>
-        sql.literal(
-          "JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
-            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
-        ),
-      orElse: () => sql.literal("JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name JOIN verifier_mb_policies m ON m.name = a.mb_policy_name")
-    })
+    const agentsFrom = agentsWithPolicyFacts(sql)
     const contextColumns = sql.literal(
       [...AGENT_FACT_COLUMNS, "p.agent_id AS p_agent_id", "p.evaluation_state AS p_evaluation_state", ...LATEST_COLUMNS.map((c) => `t.${c} AS t_${c}`)].join(", ")
     )
@@ -249,7 +242,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     const attestationContext = (agentId: string) =>
       run(
         "read attestation context",
-        sql<Record<string, unknown>>`SELECT ${contextColumns} FROM verifier_agents a ${policiesJoin}
+        sql<Record<string, unknown>>`SELECT ${contextColumns} FROM ${agentsFrom}
           LEFT JOIN push_agents p ON p.agent_id = a.agent_id
           LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${agentId})
           WHERE a.agent_id = ${agentId}`

@@ -10,6 +10,7 @@ import { nowSeconds } from "../../db/dialect.js"
 import { storeError } from "../errors.js"
 import { ACTIVE_STATES, OperationalState } from "../states.js"
 import { AGENT_COLUMNS, AgentRow, AgentView } from "./rows.js"
+import { agentsWithPolicyFacts } from "./policyFacts.js"
 import { nextSeq } from "./seq.js"
 
 /** What agent creation stores; the loop's columns start at their initial values. */
@@ -111,20 +112,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
         "m.key_count AS mb_policy_key_count"
       ].join(", ")
     )
-    const viewFrom = sql.literal(
-      "verifier_agents a JOIN verifier_runtime_policies r ON r.name = a.runtime_policy_name " +
-        "JOIN verifier_mb_policies m ON m.name = a.mb_policy_name"
-    )
-    // views read only their policies' facts: on SQLite the covering indexes of migration 0018
-    // answer without walking the policy text's overflow pages (see policiesUnchanged)
-    const factsFrom = sql.onDialectOrElse({
-      sqlite: () =>
-        sql.literal(
-          "verifier_agents a JOIN verifier_runtime_policies r INDEXED BY verifier_runtime_policy_facts ON r.name = a.runtime_policy_name " +
-            "JOIN verifier_mb_policies m INDEXED BY verifier_mb_policy_facts ON m.name = a.mb_policy_name"
-        ),
-      orElse: () => viewFrom
-    })
+    // views read only their policies' facts (see policiesUnchanged)
+    const factsFrom = agentsWithPolicyFacts(sql)
     const active = [...ACTIVE_STATES]
     // the checksums the verdict was judged against. SQLite would pick the primary key for
     // `name = ?` and then walk the overflow pages of the policy's text (megabytes) to reach the
