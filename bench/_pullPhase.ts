@@ -27,6 +27,8 @@ const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
+/** Kernel (system) CPU ms of `pid`: syscalls, TLS sockets, SQLite's writes and syncs. */
+const sysMs = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[12]) * 10
 
 const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined) =>
   Effect.acquireRelease(
@@ -51,6 +53,8 @@ const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | 
 
 export interface PullFigure {
   readonly cpuMsPerAttestation: number
+  /** Of which in the kernel. */
+  readonly sysMsPerAttestation: number
   readonly attestations: number
   readonly seconds: number
   readonly onSchedule: number
@@ -95,9 +99,11 @@ export const pullPhase = (o: { readonly agents: number; readonly seconds: number
     yield* Effect.sleep(`${o.settleSeconds} seconds`)
     const before = counts()
     const cpu0 = cpuMs(verifier.pid)
+    const sys0 = sysMs(verifier.pid)
     const t0 = performance.now()
     yield* Effect.sleep(`${o.seconds} seconds`)
     const cpu = cpuMs(verifier.pid) - cpu0
+    const sys = sysMs(verifier.pid) - sys0
     const seconds = (performance.now() - t0) / 1000
     const after = counts()
     let total = 0
@@ -107,5 +113,5 @@ export const pullPhase = (o: { readonly agents: number; readonly seconds: number
       total += d
       if (d >= Math.floor((o.seconds / 2) * 0.8)) onSchedule++
     }
-    return { cpuMsPerAttestation: cpu / Math.max(1, total), attestations: total, seconds, onSchedule } satisfies PullFigure
+    return { cpuMsPerAttestation: cpu / Math.max(1, total), sysMsPerAttestation: sys / Math.max(1, total), attestations: total, seconds, onSchedule } satisfies PullFigure
   }))

@@ -43,6 +43,8 @@ const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
 }
+/** Kernel (system) CPU ms of `pid`: syscalls, TLS sockets, SQLite's writes and syncs. */
+const sysMs = (pid: number): number => (Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[12]) * 1000) / CLOCK_TICKS_PER_S
 /** CPU ms of each thread of `pid` (its name and time), for where the verifier's CPU goes. */
 const threadCpuMs = (pid: number): Map<string, number> => {
   const out = new Map<string, number>()
@@ -198,6 +200,7 @@ const main = Effect.gen(function*() {
   yield* Effect.sleep(Duration.seconds(SETTLE_SECONDS))
   const warmSeconds = (performance.now() - warm) / 1000
   const cpuBefore = cpuMs(pid)
+  const sysBefore = sysMs(pid)
   const threadsBefore = threadCpuMs(pid)
   // BENCH_PERF=<file>: `perf record` of the verifier over the window (on-CPU samples only)
   const perf = perfOut === undefined ? undefined : spawn("perf", ["record", "-F", "997", "-g", "-p", String(pid), "-o", perfOut], { stdio: "ignore" })
@@ -214,6 +217,7 @@ const main = Effect.gen(function*() {
   }
   const windowEndUs = monotonicUs()
   const cpu = cpuMs(pid) - cpuBefore
+  const sys = sysMs(pid) - sysBefore
   const threadsAfter = threadCpuMs(pid)
   if (perf !== undefined) {
     perf.kill("SIGINT")
@@ -271,6 +275,7 @@ const main = Effect.gen(function*() {
   console.log(`connections to the verifier: ${portsBefore.size} at the window's start, ${portsAfter.size} at its end, ${kept} the same (kept alive)`)
   console.log(`agents: ${totals.accepted} evidence accepted, ${totals.refused} steps refused, ${totals.sessions} sessions`)
   console.log(`verifier CPU by thread over the window (ms per attestation): ${[...threadsAfter].map(([k, v]) => [k, (v - (threadsBefore.get(k) ?? 0)) / Math.max(1, inWindow)] as const).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`)
+  console.log(`of which in the kernel: ${(sys / Math.max(1, inWindow)).toFixed(2)} ms per attestation`)
   console.log(`idle verifier: ${idleMsPerS.toFixed(1)} ms CPU per second`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
   if (prof !== undefined) console.log(`profile window (monotonic µs): ${windowStartUs} ${windowEndUs}`)
@@ -280,7 +285,7 @@ const main = Effect.gen(function*() {
   console.log(`BENCH push_verdict_p99_ms ${percentile(latencies, 99).toFixed(0)} ms`)
   console.log(`BENCH push_kb_per_agent ${((rssAfter - rssBefore) / AGENTS).toFixed(0)} kB`)
   if (pull !== undefined) {
-    console.log(`pull in the same run: ${AGENTS} agents (bench/_fleet.ts), ${pull.attestations} attestations in ${pull.seconds.toFixed(1)} s, ${pull.onSchedule}/${AGENTS} on schedule, verifier CPU ${pull.cpuMsPerAttestation.toFixed(2)} ms per attestation`)
+    console.log(`pull in the same run: ${AGENTS} agents (bench/_fleet.ts), ${pull.attestations} attestations in ${pull.seconds.toFixed(1)} s, ${pull.onSchedule}/${AGENTS} on schedule, verifier CPU ${pull.cpuMsPerAttestation.toFixed(2)} ms per attestation (${pull.sysMsPerAttestation.toFixed(2)} ms in the kernel)`)
     console.log(`BENCH pull_cpu_ms_per_attestation ${pull.cpuMsPerAttestation.toFixed(2)} ms`)
     console.log(`BENCH push_to_pull_cpu_ratio ${(perAttestation / pull.cpuMsPerAttestation).toFixed(2)}`)
   }

@@ -42,8 +42,10 @@ describe.each(backends)("push repo on %s", (backend, available) => {
         expect(yield* repo.nextDeadline).toEqual(Option.none())
         expect(yield* repo.restoreAcceptance(AGENT, 20_000)).toEqual(true)
         expect(Option.map(yield* repo.findPushAgent(AGENT), (r) => [r.accept_attestations, r.deadline_at])).toEqual(Option.some([true, null]))
-        expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3)).toEqual(true)
-        expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 4)).toEqual(false)
+        // only the latest attestation, and only while it awaits evidence, takes evidence
+        expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3)).toEqual(false)
+        expect(yield* repo.acceptEvidence(AGENT, 1, "[]", 3)).toEqual(true)
+        expect(yield* repo.acceptEvidence(AGENT, 1, "[]", 4)).toEqual(false)
         const sql = yield* SqlClient.SqlClient
         yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${AGENT}`
         expect((yield* sql`SELECT agent_id FROM push_agents`).length + (yield* sql`SELECT agent_id FROM push_attestations`).length).toEqual(0)

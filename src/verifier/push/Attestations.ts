@@ -30,9 +30,10 @@ import {
   VerificationInProgress
 } from "./errors.js"
 import { evidenceOf, failureReasonOf } from "./evidence.js"
+import { makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
-import { type AttestationRow, type PushAgentFacts, PushRepo } from "./repo.js"
+import { type AttestationRow, type LatestAttestation, type PushAgentFacts, PushRepo } from "./repo.js"
 import { Sessions } from "./Sessions.js"
 
 /** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */
@@ -57,6 +58,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const config = yield* VerifierConfig
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
+    const handoffs = makeHandoffs()
     const quoteMs = config.quote_interval * 1000
     // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
     // statements and repositories below them), and making them is a large share of an attestation's CPU
@@ -110,16 +112,16 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           challenges_expire_at: now + config.challenge_lifetime * 1000
         }
         if (!(yield* repo.insertAttestation(row))) return yield* new CreationConflict({ agentId })
-        return {
+        const created = {
           ...row,
           stage: "awaiting_evidence",
           evaluation: "pending",
           failure_reason: null,
-          evidence: null,
-          failures: null,
           evidence_received_at: null,
           verification_completed_at: null
-        } satisfies AttestationRow
+        } satisfies LatestAttestation
+        handoffs.put(agentId, { latest: created, agent: context.agent, prior, priorEncoded: Option.isSome(context.push) ? context.push.value.evaluation_state : null })
+        return { ...created, evidence: null, failures: null } satisfies AttestationRow
       })
 
     /** What phase 2 read and decoded, handed to the background verdict so it reads nothing again. */
@@ -188,8 +190,41 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         spanned("Attestations.verify")
       )
 
-    /** Phase 2: the evidence stored, the verdict left to a background fiber. */
+    /** Phase 2's evidence accepted and its verdict started, from what was read before. */
+    const accept = (agentId: string, given: Omit<Accepted, "evidence"> & { readonly latest: LatestAttestation }, collected: ReadonlyArray<EvidenceCollected>, now: number) =>
+      Effect.gen(function*() {
+        const { latest } = given
+        const row: AttestationRow = { ...latest, evidence: null, failures: null }
+        const requested = requestedOf(row)
+        const evidence = yield* evidenceOf(requested, collected, { bootTime: bootSeconds(latest.boot_time) })
+        const stored = JSON.stringify(collected)
+        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now))) return undefined
+        yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: given.agent, prior: given.prior, priorEncoded: given.priorEncoded }))
+        return {
+          row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
+          requested,
+          collected,
+          secondsToNext: Math.max(0, Math.round(quoteMs / 1000))
+        }
+      })
+
+    /**
+     * Phase 2: the evidence stored, the verdict left to a background fiber. On what phase 1 handed
+     * over when it is here; otherwise, or when that way does not accept (evidence that does not
+     * answer, an attestation no longer awaiting or no longer the latest), the store is read and
+     * decides, with its exact refusal.
+     */
     const submitUntraced = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+      Effect.gen(function*() {
+        const handed = handoffs.take(agentId, index, yield* Clock.currentTimeMillis)
+        if (handed !== undefined) {
+          const done = yield* Effect.orElseSucceed(accept(agentId, handed, collected, yield* Clock.currentTimeMillis), () => undefined)
+          if (done !== undefined) return done
+        }
+        return yield* submitRead(agentId, index, collected)
+      })
+
+    const submitRead = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
       Effect.gen(function*() {
         const context = yield* contextOf(agentId)
         if (Option.isNone(context.latest)) return yield* new AttestationNotFound({ agentId })
@@ -202,21 +237,10 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         if (latest.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         const now = yield* Clock.currentTimeMillis
         if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
-        const row: AttestationRow = { ...latest, evidence: null, failures: null }
-        const requested = requestedOf(row)
-        const evidence = yield* evidenceOf(requested, collected, { bootTime: bootSeconds(latest.boot_time) })
-        const stored = JSON.stringify(collected)
-        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now))) {
-          return yield* new EvidenceImmutable({ agentId, index: latest.idx })
-        }
         const priorEncoded = Option.isSome(context.push) ? context.push.value.evaluation_state : null
-        yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: context.agent, prior: priorStateOf(context.push), priorEncoded }))
-        return {
-          row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
-          requested,
-          collected,
-          secondsToNext: Math.max(0, Math.round(quoteMs / 1000))
-        }
+        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded }, collected, now)
+        if (done === undefined) return yield* new EvidenceImmutable({ agentId, index: latest.idx })
+        return done
       })
 
     const list = Effect.fn("Attestations.list")(function*(agentId: string) {

@@ -288,12 +288,16 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       run("list attestations", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx`).pipe(
         Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => Either.match(decodeAttestation(r), { onLeft: Effect.fail, onRight: Effect.succeed })), storeError("list attestations")))
       )
-    /** Evidence accepted for verification, only while the attestation still awaits it. */
+    /**
+     * Evidence accepted for verification, only while the attestation still awaits it and is still
+     * the agent's latest (phase 2 may run on what phase 1 handed over, without reading the store).
+     */
     const acceptEvidence = (agentId: string, idx: number, evidence: string, at: number) =>
       run(
         "accept evidence",
         sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${evidence}, evidence_received_at = ${at}
-          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'awaiting_evidence' RETURNING idx`
+          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'awaiting_evidence'
+            AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${agentId} AND n.idx > ${idx}) RETURNING idx`
       ).pipe(Effect.map((rows) => rows.length > 0))
     const completeAttestation = (agentId: string, idx: number, r: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }) =>
       run(
