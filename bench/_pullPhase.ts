@@ -1,5 +1,5 @@
 /**
- * The pull figure for bench/push-fleet.ts, measured the same way in the same run: a second
+ * The pull figure for bench/push-fleet.ts, measured the same way over the same window: a second
  * `attest verifier` process (pull mode, SQLite, quote_interval 2 s, the same CA) polls N simulated
  * agents of bench/_fleet.ts (a separate process; the shared 100,000-digest runtime policy, 3 new
  * IMA entries per quote), enrolled over v2. After a warm-up (every agent attested twice), the
@@ -15,6 +15,7 @@ import { makeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
 import { fleetAgentBody, fleetPolicyFile, POLICY_FILES } from "./_fleet.js"
+import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
 
 // better-sqlite3 (under @effect/sql-sqlite-node) has no types here: the two calls used
 interface ReadOnlyDb {
@@ -22,13 +23,6 @@ interface ReadOnlyDb {
   close(): void
 }
 const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string, options: object) => ReadOnlyDb
-
-const cpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-/** Kernel (system) CPU ms of `pid`: syscalls, TLS sockets, SQLite's writes and syncs. */
-const sysMs = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[12]) * 10
 
 const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined) =>
   Effect.acquireRelease(
@@ -55,13 +49,29 @@ export interface PullFigure {
   readonly cpuMsPerAttestation: number
   /** Of which in the kernel. */
   readonly sysMsPerAttestation: number
+  /** CPU ms per attestation by thread. */
+  readonly threads: string
   readonly attestations: number
   readonly seconds: number
   readonly onSchedule: number
 }
 
-export const pullPhase = (o: { readonly agents: number; readonly seconds: number; readonly settleSeconds: number; readonly dir: string; readonly caDir: string }) =>
-  Effect.scoped(Effect.gen(function*() {
+/** A window's opening reading of the pull verifier (see `startPull`). */
+export interface PullReading {
+  readonly counts: Map<string, number>
+  readonly cpu: number
+  readonly sys: number
+  readonly threads: Map<string, number>
+  readonly at: number
+}
+
+/**
+ * The pull side, started and enrolled in the caller's scope; it runs beside the push fleet, so both
+ * verifiers are measured over the same window on the same (possibly busy) machine: `warm` waits
+ * until every pull agent attested twice, `begin` and `end` read the window's ends.
+ */
+export const startPull = (o: { readonly agents: number; readonly dir: string; readonly caDir: string }) =>
+  Effect.gen(function*() {
     const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(o.agents), o.caDir], (out) => {
       const line = out.split("\n").find((l) => l.startsWith("{"))
       return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
@@ -93,25 +103,24 @@ export const pullPhase = (o: { readonly agents: number; readonly seconds: number
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
     const counts = () =>
       new Map((db.prepare("SELECT agent_id, attestation_count FROM verifier_agents").all() as Array<{ agent_id: string; attestation_count: number }>).map((r) => [r.agent_id, Number(r.attestation_count)]))
-    const warm = Date.now()
-    while ([...counts().values()].filter((c) => c >= 2).length < o.agents && Date.now() - warm < 60_000) yield* Effect.sleep("500 millis")
-    // the same steady state as the push phase before it is measured
-    yield* Effect.sleep(`${o.settleSeconds} seconds`)
-    const before = counts()
-    const cpu0 = cpuMs(verifier.pid)
-    const sys0 = sysMs(verifier.pid)
-    const t0 = performance.now()
-    yield* Effect.sleep(`${o.seconds} seconds`)
-    const cpu = cpuMs(verifier.pid) - cpu0
-    const sys = sysMs(verifier.pid) - sys0
-    const seconds = (performance.now() - t0) / 1000
-    const after = counts()
-    let total = 0
-    let onSchedule = 0
-    for (const [id, c] of after) {
-      const d = c - (before.get(id) ?? 0)
-      total += d
-      if (d >= Math.floor((o.seconds / 2) * 0.8)) onSchedule++
+    const warm = Effect.gen(function*() {
+      const from = Date.now()
+      while ([...counts().values()].filter((c) => c >= 2).length < o.agents && Date.now() - from < 60_000) yield* Effect.sleep("500 millis")
+    })
+    const begin = (): PullReading => ({ counts: counts(), cpu: cpuMs(verifier.pid), sys: sysMs(verifier.pid), threads: threadCpuMs(verifier.pid), at: performance.now() })
+    const end = (r: PullReading): PullFigure => {
+      const cpu = cpuMs(verifier.pid) - r.cpu
+      const sys = sysMs(verifier.pid) - r.sys
+      const threads = threadCpuMs(verifier.pid)
+      const seconds = (performance.now() - r.at) / 1000
+      let total = 0
+      let onSchedule = 0
+      for (const [id, c] of counts()) {
+        const d = c - (r.counts.get(id) ?? 0)
+        total += d
+        if (d >= Math.floor((seconds / 2) * 0.8)) onSchedule++
+      }
+      return { cpuMsPerAttestation: cpu / Math.max(1, total), sysMsPerAttestation: sys / Math.max(1, total), threads: threadSplit(r.threads, threads, total), attestations: total, seconds, onSchedule }
     }
-    return { cpuMsPerAttestation: cpu / Math.max(1, total), sysMsPerAttestation: sys / Math.max(1, total), attestations: total, seconds, onSchedule } satisfies PullFigure
-  }))
+    return { warm, begin, end } as const
+  })

@@ -6,14 +6,16 @@
  * phase 2 and the background verdict), evidence-to-verdict latency p50/p99 (the verifier's own
  * evidence_received_at → verification_completed_at), the verifier's memory per agent (RSS growth
  * over the run / N). Baseline in the same run: the evaluator alone in this process on one agent's
- * first evidence (evaluateEvidence over its whole IMA list).
+ * first evidence (evaluateEvidence over its whole IMA list). The pull figure (bench/_pullPhase.ts):
+ * a pull-mode verifier with N pull agents runs beside the push fleet, and both verifiers' CPU is read
+ * over the same window, so the machine's load moves both alike (BENCH_PULL=0 leaves it out).
  *
  *   npm run bench -- push-fleet [agents] [seconds]
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref } from "effect"
+import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref, Schedule } from "effect"
 import { spawn } from "node:child_process"
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TpmSimulator } from "../layers/TpmSimulator.js"
@@ -29,38 +31,20 @@ import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluat
 import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
 import { evidenceOf } from "../src/verifier/push/evidence.js"
 import { policyOfMachine } from "../test/push/support.js"
-import { pullPhase } from "./_pullPhase.js"
+import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
+import { startPull } from "./_pullPhase.js"
 import { validBody } from "../test/verifier/support.js"
 
 const AGENTS = Number(process.argv[2] ?? 20)
 const SECONDS = Number(process.argv[3] ?? 30)
-const CLOCK_TICKS_PER_S = 100
-/** Seconds of steady attestation before the measured window (both phases; BENCH_SETTLE_S). */
-const SETTLE_SECONDS = Number(process.env["BENCH_SETTLE_S"] ?? 20)
+/**
+ * Seconds of steady attestation before the measured window (both sides; BENCH_SETTLE_S). V8 is
+ * still optimizing the attestation path a minute in (its compiler threads then cost a push
+ * attestation twice what they do after two), and a verifier runs for days.
+ */
+const SETTLE_SECONDS = Number(process.env["BENCH_SETTLE_S"] ?? 120)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
-const cpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
-}
-/** Kernel (system) CPU ms of `pid`: syscalls, TLS sockets, SQLite's writes and syncs. */
-const sysMs = (pid: number): number => (Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[12]) * 1000) / CLOCK_TICKS_PER_S
-/** CPU ms of each thread of `pid` (its name and time), for where the verifier's CPU goes. */
-const threadCpuMs = (pid: number): Map<string, number> => {
-  const out = new Map<string, number>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
-      const fields = stat.split(") ")[1]!.split(" ")
-      const key = tid === String(pid) ? "main" : name
-      out.set(key, (out.get(key) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S)
-    } catch {
-      // the thread ended
-    }
-  }
-  return out
-}
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
 /** Client ports of established TCP connections to `port` on this host (/proc/net/tcp{,6}). */
 const clientPortsOf = (port: number): Set<number> => {
@@ -127,6 +111,11 @@ const main = Effect.gen(function*() {
 
   // one simulated TPM and machine per agent; the admin enrols each with its AK and its IMA list as policy
   const rssBefore = rssKb(pid)
+  // the verifier's peak RSS from here to the end, sampled twice a second (one reading is GC noise)
+  let rssPeak = rssBefore
+  yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => {
+    rssPeak = Math.max(rssPeak, rssKb(pid))
+  }), Schedule.spaced("500 millis")))
   const agents = yield* Effect.forEach(Array.from({ length: AGENTS }, (_, i) => i), (i) =>
     Effect.gen(function*() {
       const agentId = idOf(i)
@@ -176,6 +165,10 @@ const main = Effect.gen(function*() {
   yield* Effect.sleep("3 seconds")
   const idleMsPerS = (cpuMs(pid) - idle0) / 3
 
+  // the pull side (BENCH_PULL=0 leaves it out): a pull-mode verifier and its N agents, running
+  // beside the push fleet so that both verifiers are measured over the same window
+  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* startPull({ agents: AGENTS, dir, caDir })
+
   // the fleet
   const stats = yield* Effect.forEach(agents, () => Ref.make({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
   const fibers = yield* Effect.forEach(agents, (a, i) =>
@@ -196,9 +189,11 @@ const main = Effect.gen(function*() {
   // extends it) and has sent its whole IMA list once; at most 60 s
   const warm = performance.now()
   while ((yield* accepted).some((n) => n < 2) && performance.now() - warm < 60_000) yield* Effect.sleep("500 millis")
+  if (pull !== undefined) yield* pull.warm
   // then a steady state: the JIT done optimizing the attestation path, as on a verifier running for days
   yield* Effect.sleep(Duration.seconds(SETTLE_SECONDS))
   const warmSeconds = (performance.now() - warm) / 1000
+  const pullBefore = pull?.begin()
   const cpuBefore = cpuMs(pid)
   const sysBefore = sysMs(pid)
   const threadsBefore = threadCpuMs(pid)
@@ -209,16 +204,12 @@ const main = Effect.gen(function*() {
   const acceptedBefore = (yield* accepted).reduce((a, b) => a + b, 0)
   const verifierPort = Number(new URL(url).port)
   const portsBefore = clientPortsOf(verifierPort)
-  // the verifier's peak RSS over the run (a single reading after it is GC noise)
-  let rssPeak = rssKb(pid)
-  for (let t = 0; t < SECONDS; t++) {
-    yield* Effect.sleep(Duration.seconds(1))
-    rssPeak = Math.max(rssPeak, rssKb(pid))
-  }
+  yield* Effect.sleep(Duration.seconds(SECONDS))
   const windowEndUs = monotonicUs()
   const cpu = cpuMs(pid) - cpuBefore
   const sys = sysMs(pid) - sysBefore
   const threadsAfter = threadCpuMs(pid)
+  const pullFigure = pull === undefined || pullBefore === undefined ? undefined : pull.end(pullBefore)
   if (perf !== undefined) {
     perf.kill("SIGINT")
     yield* Effect.promise(() => new Promise((resolve) => perf.once("exit", resolve)))
@@ -266,15 +257,13 @@ const main = Effect.gen(function*() {
     }
   }
   latencies.sort((a, b) => a - b)
-  // the pull figure in the same run (BENCH_PULL=0 leaves it out): a pull-mode verifier, same N and window
-  const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* pullPhase({ agents: AGENTS, seconds: SECONDS, settleSeconds: SETTLE_SECONDS, dir, caDir })
   const perAttestation = cpu / Math.max(1, inWindow)
   console.log(`${AGENTS} push agents, quote_interval 2 s: warm-up ${warmSeconds.toFixed(1)} s, then ${inWindow} attestations in ${seconds.toFixed(1)} s (${(inWindow / seconds).toFixed(2)}/s); ${done} verified in all (${passed} pass)`)
   console.log(`verifier CPU ${perAttestation.toFixed(2)} ms per attestation after warm-up (phase 1, phase 2, background verdict); verdict latency p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; peak RSS +${(rssAfter - rssBefore)} kB over its RSS before enrolment, for ${AGENTS} agents`)
   const totals = (yield* Effect.forEach(stats, Ref.get)).reduce((t, c) => ({ accepted: t.accepted + c.accepted, refused: t.refused + c.refused, sessions: t.sessions + c.sessions }), { accepted: 0, refused: 0, sessions: 0 })
   console.log(`connections to the verifier: ${portsBefore.size} at the window's start, ${portsAfter.size} at its end, ${kept} the same (kept alive)`)
   console.log(`agents: ${totals.accepted} evidence accepted, ${totals.refused} steps refused, ${totals.sessions} sessions`)
-  console.log(`verifier CPU by thread over the window (ms per attestation): ${[...threadsAfter].map(([k, v]) => [k, (v - (threadsBefore.get(k) ?? 0)) / Math.max(1, inWindow)] as const).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`)
+  console.log(`verifier CPU by thread over the window (ms per attestation): ${threadSplit(threadsBefore, threadsAfter, inWindow)}`)
   console.log(`of which in the kernel: ${(sys / Math.max(1, inWindow)).toFixed(2)} ms per attestation`)
   console.log(`idle verifier: ${idleMsPerS.toFixed(1)} ms CPU per second`)
   console.log(`baseline evaluator in-process (evaluateEvidence, first evidence, whole IMA list): ${inProcessMs.toFixed(3)} ms; verifier CPU per push attestation / in-process evaluation ${(perAttestation / inProcessMs).toFixed(2)}`)
@@ -284,10 +273,10 @@ const main = Effect.gen(function*() {
   console.log(`BENCH push_verdict_p50_ms ${percentile(latencies, 50).toFixed(0)} ms`)
   console.log(`BENCH push_verdict_p99_ms ${percentile(latencies, 99).toFixed(0)} ms`)
   console.log(`BENCH push_kb_per_agent ${((rssAfter - rssBefore) / AGENTS).toFixed(0)} kB`)
-  if (pull !== undefined) {
-    console.log(`pull in the same run: ${AGENTS} agents (bench/_fleet.ts), ${pull.attestations} attestations in ${pull.seconds.toFixed(1)} s, ${pull.onSchedule}/${AGENTS} on schedule, verifier CPU ${pull.cpuMsPerAttestation.toFixed(2)} ms per attestation (${pull.sysMsPerAttestation.toFixed(2)} ms in the kernel)`)
-    console.log(`BENCH pull_cpu_ms_per_attestation ${pull.cpuMsPerAttestation.toFixed(2)} ms`)
-    console.log(`BENCH push_to_pull_cpu_ratio ${(perAttestation / pull.cpuMsPerAttestation).toFixed(2)}`)
+  if (pullFigure !== undefined) {
+    console.log(`pull over the same window: ${AGENTS} agents (bench/_fleet.ts), ${pullFigure.attestations} attestations in ${pullFigure.seconds.toFixed(1)} s, ${pullFigure.onSchedule}/${AGENTS} on schedule, verifier CPU ${pullFigure.cpuMsPerAttestation.toFixed(2)} ms per attestation (${pullFigure.sysMsPerAttestation.toFixed(2)} ms in the kernel; by thread: ${pullFigure.threads})`)
+    console.log(`BENCH pull_cpu_ms_per_attestation ${pullFigure.cpuMsPerAttestation.toFixed(2)} ms`)
+    console.log(`BENCH push_to_pull_cpu_ratio ${(perAttestation / pullFigure.cpuMsPerAttestation).toFixed(2)}`)
   }
   console.log(`BENCH push_evaluate_in_process_ms ${inProcessMs.toFixed(3)} ms`)
 })

@@ -58,24 +58,24 @@ export const simpleDecision = (request: AuthorizationRequest): string | undefine
   }
 }
 
+/** Who asks, for the decision's log line. */
+const whoOf = (identity: Identity): string =>
+  identity._tag === "Admin"
+    ? `identity=${identity.name}, identity_type=admin`
+    : identity._tag === "Agent"
+    ? `identity=${identity.agentId}, identity_type=agent`
+    : `identity_type=anonymous (${identity.reason})`
+
 export const simpleProvider: AuthorizationProviderShape = {
   name: "simple",
-  authorize: Effect.fn("AuthorizationProvider.authorize")(function*(request: AuthorizationRequest) {
+  // a plain function, not Effect.fn: it runs on every request, and Effect.fn's span costs ~40x the decision
+  authorize: (request: AuthorizationRequest) => {
     const denial = simpleDecision(request)
-    const who = request.identity._tag === "Admin"
-      ? `identity=${request.identity.name}, identity_type=admin`
-      : request.identity._tag === "Agent"
-      ? `identity=${request.identity.agentId}, identity_type=agent`
-      : `identity_type=anonymous (${request.identity.reason})`
     if (denial === undefined) {
-      if (request.operationClass !== "public") {
-        yield* Effect.logDebug(`Authorization GRANTED: ${who}, action=${request.action}`)
-      }
-      return
+      return request.operationClass === "public" ? Effect.void : Effect.logDebug(`Authorization GRANTED: ${whoOf(request.identity)}, action=${request.action}`)
     }
-    yield* Effect.logInfo(`Authorization DENIED: ${who}, action=${request.action}`)
-    return yield* deny(denial)
-  })
+    return Effect.zipRight(Effect.logInfo(`Authorization DENIED: ${whoOf(request.identity)}, action=${request.action}`), deny(denial))
+  }
 }
 
 /** Providers by their `authorization_provider` name. */
