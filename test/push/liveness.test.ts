@@ -3,7 +3,8 @@
  * stops (status TIMEOUT), a restarted verifier applies a deadline that passed while it was down, an
  * admin reactivation restores acceptance and the next pass keeps it; a premature attestation is
  * refused with the seconds to wait; tokens expire after session_lifetime and a pass extends them;
- * session creation is rate limited per agent with the seconds until the window frees.
+ * session creation is rate limited per agent with the seconds until the window frees; each minute,
+ * attestations beyond an agent's latest push_attestations_kept are deleted.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
@@ -21,7 +22,8 @@ import { verifierLayer } from "../verifier/support.js"
 import { enrol, SimAgent, simulatedAgent } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
-const domain = (db: DatabaseOptions) => PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 2, session_lifetime: 180 })))
+const domain = (db: DatabaseOptions, config: Parameters<typeof verifierLayer>[1] = {}) =>
+  PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 2, session_lifetime: 180, ...config })))
 
 /** Phases 1 and 2 through the domain, then the verdict. */
 const attest = Effect.gen(function*() {
@@ -127,4 +129,25 @@ describe("push liveness and time", () => {
         expect((yield* (yield* Attestations).create(AGENT, caps)).idx).toEqual(1)
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-busy"))), 60_000)
+
+  it.scoped("every minute, completed attestations beyond push_attestations_kept are deleted", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        for (let i = 0; i < 3; i++) {
+          expect((yield* attest).evaluation).toEqual("pass")
+          yield* TestClock.adjust(Duration.seconds(2))
+        }
+        const indexes = Effect.flatMap(PushRepo, (r) => Effect.map(r.listAttestations(AGENT), (rows) => rows.map((a) => a.idx)))
+        expect(yield* indexes).toEqual([0, 1, 2])
+        // the sweep's first minute ends at 60 s (6 s have passed)
+        yield* TestClock.adjust(Duration.seconds(53))
+        yield* settle
+        expect(yield* indexes).toEqual([0, 1, 2])
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* settle
+        expect(yield* indexes).toEqual([1, 2])
+      }).pipe(Effect.provide(domain(db, { push_attestations_kept: 2 })), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-history"))), 60_000)
 })

@@ -1,8 +1,8 @@
 /**
  * The push tables on SQLite and PostgreSQL: an attestation index is taken once, the attestation
  * context reads the agent, its push row and its latest attestation in one statement, deadlines are
- * stored and expire acceptance, restoring acceptance clears them, and deleting the agent removes
- * its push rows.
+ * stored and expire acceptance, restoring acceptance clears them, deleting the agent removes
+ * its push rows, and pruning keeps each agent's latest attestations and anything still pending.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -49,6 +49,36 @@ describe.each(backends)("push repo on %s", (backend, available) => {
         const sql = yield* SqlClient.SqlClient
         yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${AGENT}`
         expect((yield* sql`SELECT agent_id FROM push_agents`).length + (yield* sql`SELECT agent_id FROM push_attestations`).length).toEqual(0)
+      }).pipe(Effect.provide(PushRepo.Default), Effect.provide(verifierLayer(db)))
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live.skipIf(!available)("pruning keeps each agent's latest attestations and the pending ones", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        const agents = yield* Agents
+        const repo = yield* PushRepo
+        const other = "d432fbb3-d2f1-4a97-9ef7-75bd81c00001"
+        for (const id of [AGENT, other]) yield* agents.add(id, validBody())
+        const attestation = (agentId: string, idx: number) => ({ agent_id: agentId, idx, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 })
+        const complete = (agentId: string, idx: number) => repo.completeAttestation(agentId, idx, { pass: true, reason: null, failures: "[]", at: 5 })
+        // AGENT: 0-4 judged, 5 awaiting (its latest); 1 stays pending (evidence never judged)
+        for (let i = 0; i <= 5; i++) {
+          yield* repo.insertAttestation(attestation(AGENT, i))
+          if (i === 1 || i === 5) continue
+          yield* repo.acceptEvidence(AGENT, i, "[]", 3)
+          yield* complete(AGENT, i)
+        }
+        // the other agent: only 0 and 1, both judged
+        for (const i of [0, 1]) {
+          yield* repo.insertAttestation(attestation(other, i))
+          yield* repo.acceptEvidence(other, i, "[]", 3)
+          yield* complete(other, i)
+        }
+        yield* repo.pruneAttestations(2)
+        const left = (agentId: string) => Effect.map(repo.listAttestations(agentId), (rows) => rows.map((r) => [r.idx, r.stage]))
+        expect(yield* left(AGENT)).toEqual([[1, "awaiting_evidence"], [4, "verification_complete"], [5, "awaiting_evidence"]])
+        expect(yield* left(other)).toEqual([[0, "verification_complete"], [1, "verification_complete"]])
       }).pipe(Effect.provide(PushRepo.Default), Effect.provide(verifierLayer(db)))
     }).pipe(Effect.scoped), 60_000)
 })

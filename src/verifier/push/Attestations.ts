@@ -8,7 +8,7 @@
  * recover (Keylime's 403 agent_attestations_disabled is for pull agents).
  */
 import * as crypto from "node:crypto"
-import { Clock, Effect, Either, FiberSet, Option } from "effect"
+import { Clock, Duration, Effect, Either, FiberSet, Option } from "effect"
 import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
 import { makeFailure } from "../../../schemas/Evidence.js"
 import { VerifierConfig } from "../../config/services.js"
@@ -263,6 +263,17 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       yield* repo.restoreAcceptance(agentId, now)
       yield* Effect.logInfo(`push agent ${agentId} reactivated: attestations accepted again`)
     })
+
+    // bounded history: every minute, completed attestations beyond each agent's latest
+    // push_attestations_kept go (0 keeps all)
+    if (config.push_attestations_kept > 0) {
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+        Effect.sleep(Duration.minutes(1)),
+        repo.pruneAttestations(config.push_attestations_kept).pipe(
+          Effect.catchAll((e) => Effect.logWarning(`pruning push attestations failed: ${e.message}`))
+        )
+      )))
+    }
 
     // verifications a stopped process left half-done are judged again from their stored evidence
     const pending = yield* Effect.orElseSucceed(repo.evaluating, () => [])

@@ -326,6 +326,17 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
       })
 
+    /**
+     * Completed attestations older than each agent's latest `keep` are deleted (bounded history:
+     * an agent attesting every 2 s writes 43,200 a day). The latest and anything still pending stay.
+     */
+    const pruneAttestations = (keep: number) =>
+      run(
+        "prune attestations",
+        sql`DELETE FROM push_attestations WHERE stage = 'verification_complete'
+          AND idx <= (SELECT MAX(m.idx) FROM push_attestations m WHERE m.agent_id = push_attestations.agent_id) - ${keep}`
+      ).pipe(Effect.asVoid)
+
     /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
     const evaluating = run(
       "list evaluating attestations",
@@ -355,6 +366,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       acceptEvidence,
       completeAttestation,
       recordVerdict,
+      pruneAttestations,
       evaluating
     } as const
   })
