@@ -30,7 +30,7 @@ import {
   VerificationInProgress
 } from "./errors.js"
 import { evidenceOf, failureReasonOf } from "./evidence.js"
-import { makeHandoffs } from "./handoff.js"
+import { type Handoff, makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
 import { type AttestationRow, type LatestAttestation, type PushAgentFacts, PushRepo } from "./repo.js"
@@ -71,6 +71,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /** The agent's facts, push row and latest attestation: what both phases read, in one statement. */
     const contextOf = (agentId: string) =>
       Effect.flatMap(repo.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+    /** The stored evaluation state as written (the verdict keeps it when it judges nothing). */
+    const priorEncodedOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) => Option.isSome(push) ? push.value.evaluation_state : null
     const priorStateOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) =>
       Option.isNone(push) || push.value.evaluation_state === null
         ? initialEvaluationState
@@ -120,7 +122,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           evidence_received_at: null,
           verification_completed_at: null
         } satisfies LatestAttestation
-        handoffs.put(agentId, { latest: created, agent: context.agent, prior, priorEncoded: Option.isSome(context.push) ? context.push.value.evaluation_state : null })
+        handoffs.put(agentId, { latest: created, agent: context.agent, prior, priorEncoded: priorEncodedOf(context.push) })
         return { ...created, evidence: null, failures: null } satisfies AttestationRow
       })
 
@@ -150,7 +152,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             evidence: evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) }),
             agent: context.agent,
             prior: priorStateOf(context.push),
-            priorEncoded: Option.isSome(context.push) ? context.push.value.evaluation_state : null
+            priorEncoded: priorEncodedOf(context.push)
           }
         }
         const { evidence, prior } = given
@@ -191,7 +193,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       )
 
     /** Phase 2's evidence accepted and its verdict started, from what was read before. */
-    const accept = (agentId: string, given: Omit<Accepted, "evidence"> & { readonly latest: LatestAttestation }, collected: ReadonlyArray<EvidenceCollected>, now: number) =>
+    const accept = (agentId: string, given: Handoff, collected: ReadonlyArray<EvidenceCollected>, now: number) =>
       Effect.gen(function*() {
         const { latest } = given
         const row: AttestationRow = { ...latest, evidence: null, failures: null }
@@ -216,9 +218,10 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
      */
     const submitUntraced = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
       Effect.gen(function*() {
-        const handed = handoffs.take(agentId, index, yield* Clock.currentTimeMillis)
+        const now = yield* Clock.currentTimeMillis
+        const handed = handoffs.take(agentId, index, now)
         if (handed !== undefined) {
-          const done = yield* Effect.orElseSucceed(accept(agentId, handed, collected, yield* Clock.currentTimeMillis), () => undefined)
+          const done = yield* Effect.orElseSucceed(accept(agentId, handed, collected, now), () => undefined)
           if (done !== undefined) return done
         }
         return yield* submitRead(agentId, index, collected)
@@ -237,8 +240,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         if (latest.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         const now = yield* Clock.currentTimeMillis
         if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
-        const priorEncoded = Option.isSome(context.push) ? context.push.value.evaluation_state : null
-        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded }, collected, now)
+        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded: priorEncodedOf(context.push) }, collected, now)
         if (done === undefined) return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         return done
       })
