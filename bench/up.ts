@@ -14,6 +14,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
+import { cpuMs } from "./_procCpu.js"
 
 const bin = "dist/cli/attest.js"
 execFileSync(process.execPath, ["scripts/build-if-needed.mjs"], { stdio: "inherit" })
@@ -32,11 +33,8 @@ const versionMs = (() => {
   return times.sort((a, b) => a - b)[2]!
 })()
 
-/** User + system CPU of a running process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
-const processCpuSeconds = (pid: number): number => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-  return (Number(fields[11]) + Number(fields[12])) / 100
-}
+/** User + system CPU of a running process so far, in seconds. */
+const processCpuSeconds = (pid: number): number => cpuMs(pid) / 1000
 
 interface Run {
   readonly agents: number

@@ -45,6 +45,7 @@ import { PollerLive } from "../src/verifier/Poller.js"
 import { Policies } from "../src/verifier/policy/Policies.js"
 import { makeAk, signAttest } from "../test/tpm/quoteFixture.js"
 import { fleetAgentBody, fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
+import { cpuMs as cpuMsOf } from "./_procCpu.js"
 
 const STEPS = (process.argv[2] ?? "100,300,1000").split(",").map(Number)
 const WINDOW_S = Number(process.argv[3] ?? 16)
@@ -58,11 +59,6 @@ const sleep = (ms: number) => Effect.promise(() => new Promise((r) => setTimeout
 const cpuMs = () => {
   const u = process.cpuUsage()
   return (u.user + u.system) / 1000
-}
-/** CPU ms of another process (Linux /proc: utime + stime in clock ticks of 10 ms). */
-const processCpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 const heapKb = () => {
   ;(globalThis as { gc?: () => void }).gc?.()
@@ -239,10 +235,10 @@ const program = Effect.gen(function*() {
     const before = yield* counts
     const profiling = process.env["BENCH_PROF"] !== undefined ? yield* startProfile : undefined
     const cpu0 = cpuMs()
-    const fleetCpu0 = processCpuMs(fleet.pid)
+    const fleetCpu0 = cpuMsOf(fleet.pid)
     yield* sleep(WINDOW_S * 1000)
     const cpu = cpuMs() - cpu0
-    const fleetCpu = processCpuMs(fleet.pid) - fleetCpu0
+    const fleetCpu = cpuMsOf(fleet.pid) - fleetCpu0
     if (profiling !== undefined) yield* profiling(`${process.env["BENCH_PROF"]}-${n}.cpuprofile`)
     const after = yield* counts
     let total = 0

@@ -21,19 +21,14 @@ import { CA_FILES } from "../src/pki/layout.js"
 import { defaultSeverityPolicy, verifyEvidenceRequest } from "../src/verifier/index.js"
 import { spawn } from "node:child_process"
 import { record } from "../test/verifier/support.js"
+import { cpuMs } from "./_procCpu.js"
 
 const REQUESTS = Number(process.argv[2] ?? 3000)
 const CONCURRENCY = 8
-const CLOCK_TICKS_PER_S = 100
 const evidence = JSON.stringify(record("ver-evidence-ok-runtime-policy").request.body)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
-/** utime + stime of a process, in ms (Linux /proc). */
-const cpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
-}
 
 const main = Effect.gen(function*() {
   const dir = mkdtempSync(join(tmpdir(), "attest-bench-verifier-"))
