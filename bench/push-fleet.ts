@@ -31,6 +31,7 @@ import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluat
 import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
 import { evidenceOf } from "../src/verifier/push/evidence.js"
 import { policyOfMachine } from "../test/push/support.js"
+import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
 import { startPull } from "./_pullPhase.js"
 import { validBody } from "../test/verifier/support.js"
@@ -81,7 +82,7 @@ const main = Effect.gen(function*() {
   // window is printed in the profile's clock (monotonic µs) for bench/_profileSummary.ts
   const prof = process.env["BENCH_PROF_DIR"]
   const perfOut = process.env["BENCH_PERF"]
-  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...(perfOut === undefined ? [] : ["--perf-basic-prof"]), ...(process.env["BENCH_VERIFIER_FLAGS"]?.split(" ").filter((f) => f !== "") ?? []), "--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], {
+  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...(perfOut === undefined ? [] : ["--perf-basic-prof"]), ...(process.env["BENCH_VERIFIER_FLAGS"]?.split(" ").filter((f) => f !== "") ?? []), ...attestCommand(["verifier", "--config", config])], {
     stdio: ["ignore", "pipe", "inherit"]
   })
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))

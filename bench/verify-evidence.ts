@@ -21,6 +21,7 @@ import { CA_FILES } from "../src/pki/layout.js"
 import { defaultSeverityPolicy, verifyEvidenceRequest } from "../src/verifier/index.js"
 import { spawn } from "node:child_process"
 import { record } from "../test/verifier/support.js"
+import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs } from "./_procCpu.js"
 
 const REQUESTS = Number(process.argv[2] ?? 3000)
@@ -36,7 +37,7 @@ const main = Effect.gen(function*() {
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
   writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "verifier", "--config", config], { stdio: ["ignore", "pipe", "inherit"] })
+  const child = spawn(process.execPath, [...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
   yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
   const url = yield* Effect.async<string>((resume) => {
     let out = ""
