@@ -1,15 +1,18 @@
 /**
- * How a benchmark starts `attest verifier`: the bundled executable (dist/cli/attest.js, rebuilt
+ * How a benchmark starts `attest <command>`: the bundled executable (dist/cli/attest.js, rebuilt
  * when a source is newer), which is what `npm start` and the `attest` bin run. Run through tsx
- * instead, every function the verifier creates pays esbuild's keepNames wrapper, and a measured
- * verifier then costs ~25% more CPU than the one users run.
+ * instead, every function the process creates pays esbuild's keepNames wrapper, and a measured
+ * verifier then costs ~25% more CPU than the one users run. BENCH_TSX=1 runs the source through
+ * tsx anyway: a CPU profile (BENCH_PROF_DIR) then names functions and lines, which the minified
+ * bundle does not.
  */
 import { execFileSync } from "node:child_process"
 
 let built = false
 
-/** The node arguments that run `attest <args>` from the current bundle. */
+/** The node arguments that run `attest <args>`. */
 export const attestCommand = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (process.env["BENCH_TSX"] === "1") return ["--import", "tsx", "src/cli/bin.ts", ...args]
   if (!built) {
     execFileSync(process.execPath, ["scripts/build-if-needed.mjs"], { stdio: "inherit" })
     built = true
