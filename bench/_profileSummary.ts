@@ -2,14 +2,18 @@
  * Self and inclusive CPU time of a .cpuprofile (node --cpu-prof) by function and by package, over
  * a window of the profile's clock (monotonic µs, as bench/push-fleet.ts prints it with
  * BENCH_PROF_DIR). Packages: node_modules/<name>, src/<dir>, node: internals, (gc), (program).
+ * Frames of the minified bundle (dist/cli) are read through its linked source maps, so a profile of
+ * the verifier users run names the same files, lines and functions as one run through tsx.
  *
  *   node --import tsx bench/_profileSummary.ts <file.cpuprofile> [startUs endUs] [top=40]
  */
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { SourceMap } from "node:module"
+import { fileURLToPath } from "node:url"
 
 interface Node {
   readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number }
   readonly children?: ReadonlyArray<number>
 }
 interface Profile {
@@ -26,7 +30,25 @@ const start = from === undefined ? -Infinity : Number(from)
 const end = to === undefined ? Infinity : Number(to)
 const top = Number(topText ?? 40)
 
-const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+// the bundle's frames, mapped to their sources (file, line, and the original name where it has one)
+const maps = new Map<string, SourceMap | undefined>()
+const mapOf = (url: string): SourceMap | undefined => {
+  if (!maps.has(url)) {
+    const file = url.startsWith("file://") ? fileURLToPath(url) : url
+    maps.set(url, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8"))) : undefined)
+  }
+  return maps.get(url)
+}
+const originalOf = (n: Node): Node => {
+  const f = n.callFrame
+  if (!/\/dist\/cli\/[^/]+\.js$/.test(f.url)) return n
+  const entry = mapOf(f.url)?.findEntry(f.lineNumber, f.columnNumber) as { originalSource?: string; originalLine?: number; name?: string } | undefined
+  if (entry?.originalSource === undefined) return n
+  const url = entry.originalSource.replace(/^(\.\.\/)+/, "/")
+  return { ...n, callFrame: { functionName: entry.name ?? f.functionName, url, lineNumber: entry.originalLine ?? 0, columnNumber: 0 } }
+}
+
+const byId = new Map(profile.nodes.map((n) => [n.id, originalOf(n)]))
 const parent = new Map<number, number>()
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 

@@ -3,8 +3,9 @@
  * when a source is newer), which is what `npm start` and the `attest` bin run. Run through tsx
  * instead, every function the process creates pays esbuild's keepNames wrapper, and a measured
  * verifier then costs ~25% more CPU than the one users run. BENCH_TSX=1 runs the source through
- * tsx anyway: a CPU profile (BENCH_PROF_DIR) then names functions and lines, which the minified
- * bundle does not.
+ * tsx anyway: a CPU profile (BENCH_PROF_DIR) then names every function; the bundle's profile is
+ * read through its source maps (bench/_profileSummary.ts), which give files and lines but not
+ * always the function's name.
  */
 import { execFileSync } from "node:child_process"
 
