@@ -24,13 +24,10 @@ import { establishTpmIdentity } from "../src/agent/tpmIdentity.js"
 import * as SimulatedMachine from "../src/agent/measurements/SimulatedMachine.js"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
-import { collectEvidence } from "../src/push-agent/evidence.js"
 import { runPushAgent } from "../src/push-agent/PushAgent.js"
 import { Tpm } from "../src/tpm/Tpm.js"
-import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluationState } from "../src/verifier/index.js"
-import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
-import { evidenceOf } from "../src/verifier/push/evidence.js"
 import { policyOfMachine } from "../test/push/support.js"
+import { inProcessEvaluationMs } from "./_pushBaseline.js"
 import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
 import { startPull } from "./_pullPhase.js"
@@ -135,31 +132,7 @@ const main = Effect.gen(function*() {
 
   // the baseline: the evaluator alone on agent 0's first evidence
   const a0 = agents[0]!
-  const challenge = b64(new Uint8Array(16).fill(7))
-  const requested = [
-    { evidence_class: "certification", evidence_type: "tpm_quote", chosen_parameters: { signature_scheme: "rsassa", challenge, hash_algorithm: "sha256", selected_subjects: { sha256: [10] }, certification_key: { key_class: "asymmetric", key_size: 2048, key_algorithm: "rsa" } } },
-    { evidence_class: "log", evidence_type: "ima_log", chosen_parameters: { starting_offset: 0, format: "text/plain" } }
-  ] as const
-  const collected = yield* Effect.orDie(collectEvidence(a0.tpm, { ak: a0.ak, banks: ["sha256"] }, a0.source, requested as any))
-  const built = evidenceOf(requested as any, collected, { bootTime: undefined })
-  if (built._tag === "Left") return yield* Effect.dieMessage(`baseline evidence: ${built.left.reason}`)
-  const evidence = built.right
-  const compiled = loadRuntime(a0.policy)
-  if (compiled._tag === "Left") return yield* Effect.dieMessage("policy does not load")
-  const agentPolicy = {
-    ak: a0.ak.public,
-    accept: { hash: ["sha256"], encryption: ["rsa"], signing: ["rsassa"] },
-    tpmPolicy: emptyTpmPolicy,
-    runtimePolicy: compiled.right.compiled,
-    options: { severity: defaultSeverityPolicy, measuredBootEvaluate: "once" as const, reportTomtou: false, bindNk: false, checkClock: true }
-  }
-  const check = evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
-  if (check.failures.length > 0) return yield* Effect.dieMessage(`baseline evidence fails: ${JSON.stringify(check.failures)}`)
-  for (let i = 0; i < 200; i++) evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
-  const inN = 1000
-  const inStart = performance.now()
-  for (let i = 0; i < inN; i++) evaluateEvidence(evidence, agentPolicy, initialEvaluationState)
-  const inProcessMs = (performance.now() - inStart) / inN
+  const inProcessMs = yield* inProcessEvaluationMs(a0)
 
   // the verifier's own idle cost (timers, sweeps), part of every figure below
   const idle0 = cpuMs(pid)
