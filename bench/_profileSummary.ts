@@ -3,7 +3,10 @@
  * a window of the profile's clock (monotonic µs, as bench/push-fleet.ts prints it with
  * BENCH_PROF_DIR). Packages: node_modules/<name>, src/<dir>, node: internals, (gc), (program).
  * Frames of the minified bundle (dist/cli) are read through its linked source maps, so a profile of
- * the verifier users run names the same files, lines and functions as one run through tsx.
+ * the verifier users run names the same files, lines and functions as one run through tsx. "By
+ * part" sorts self time into the parts of a push attestation (Effect's runtime, SQLite's native
+ * statements, node's HTTP/TLS, the push route and documents, ...); PER=<n> divides by n
+ * (attestations in the window) to print ms each.
  *
  *   node --import tsx bench/_profileSummary.ts <file.cpuprofile> [startUs endUs] [top=40]
  */
@@ -67,6 +70,21 @@ const labelOf = (n: Node): string => {
   return `${f.functionName || "(anonymous)"} ${short}:${f.lineNumber + 1}`
 }
 
+/** The part of the verifier a leaf frame's self time belongs to. */
+const PARTS: ReadonlyArray<readonly [string, (url: string, name: string) => boolean]> = [
+  ["garbage collector", (_, name) => name === "(garbage collector)"],
+  ["effect runtime", (url) => /node_modules\/effect\//.test(url)],
+  ["SQLite statements (native, under the client's runStatement)", (url) => /@effect\/sql-sqlite-node\//.test(url)],
+  ["@effect/sql, @effect/platform", (url) => /@effect\/(sql|platform)\//.test(url)],
+  ["evaluation (evaluate, tpm, ima, policy)", (url) => /\/src\/(verifier\/evaluate|verifier\/policy|tpm|ima)\//.test(url)],
+  ["push route, documents, rendering, auth", (url) => /\/src\/(verifier\/push\/(directRoutes|documents|render|Http|auth|time)|http\/)/.test(url)],
+  ["push domain (Attestations, repo, negotiate, Sessions)", (url) => /\/src\/verifier\/push\//.test(url)],
+  ["node HTTP, TLS and streams", (url, name) => /^node:(_http|net|_tls|events|internal\/(streams|stream_base|http))/.test(url) || name === "writev" || name === "writeUtf8String" || name === "writeBuffer"],
+  ["node crypto", (url, name) => url.startsWith("node:internal/crypto") || name === "verifyOneShot"]
+]
+const partOf = (url: string, name: string): string => PARTS.find(([, test]) => test(url, name))?.[0] ?? "other"
+const parts = new Map<string, number>()
+
 const self = new Map<string, number>()
 const inclusive = new Map<string, number>()
 const pkgSelf = new Map<string, number>()
@@ -85,6 +103,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   total += dt
   add(self, labelOf(leaf), dt)
   add(pkgSelf, packageOf(leaf.callFrame.url, leaf.callFrame.functionName), dt)
+  add(parts, partOf(leaf.callFrame.url, leaf.callFrame.functionName), dt)
   const seen = new Set<string>()
   const seenPkg = new Set<string>()
   for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
@@ -109,6 +128,13 @@ const show = (title: string, m: Map<string, number>, n: number) => {
   }
 }
 console.log(`busy CPU in window: ${total.toFixed(0)} ms`)
+const per = Number(process.env["PER"] ?? 0)
+if (per > 0) {
+  console.log(`\n== by part, ms per each of ${per}`)
+  for (const [k, v] of [...parts].sort((a, b) => b[1] - a[1])) console.log(`${(v / per).toFixed(3).padStart(8)} ms ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+} else {
+  show("self by part", parts, PARTS.length + 1)
+}
 show("self by package", pkgSelf, 25)
 show("inclusive by package", pkgInclusive, 25)
 show("self by function", self, top)
