@@ -3,7 +3,7 @@
  * a window of the profile's clock (monotonic µs, as bench/push-fleet.ts prints it with
  * BENCH_PROF_DIR). Packages: node_modules/<name>, src/<dir>, node: internals, (gc), (program).
  * Frames of the minified bundle (dist/cli) are read through its linked source maps, so a profile of
- * the verifier users run names the same files, lines and functions as one run through tsx. "By
+ * the verifier users run names the same files and lines as one run through tsx. "By
  * part" sorts self time into the parts of a push attestation (Effect's runtime, SQLite's native
  * statements, node's HTTP/TLS, the push route and documents, ...); PER=<n> divides by n
  * (attestations in the window) to print ms each.

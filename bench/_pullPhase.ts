@@ -80,7 +80,7 @@ export const startPull = (o: { readonly agents: number; readonly dir: string; re
     const dataDir = join(o.dir, "pull-data")
     const config = join(o.dir, "pull.toml")
     writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${o.caDir}"`, `data_dir = "${dataDir}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
-    const verifier = yield* childUntil([...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1])
+    const verifier = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1])
     const url = verifier.value
     const read = (f: string) => readFileSync(join(o.caDir, f), "utf8")
     const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }

@@ -37,7 +37,7 @@ const main = Effect.gen(function*() {
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
   writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const child = spawn(process.execPath, [...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
+  const child = spawn(process.execPath, attestCommand(["verifier", "--config", config]), { stdio: ["ignore", "pipe", "inherit"] })
   yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
   const url = yield* Effect.async<string>((resume) => {
     let out = ""
