@@ -25,9 +25,10 @@ interface ReadOnlyDb {
 }
 const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string, options: object) => ReadOnlyDb
 
-const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined) =>
+/** A child process until `ready` reads its output; stopped by `signal` (SIGINT lets a profiled one write its profile: awaited up to 10 s). */
+const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined, signal: NodeJS.Signals = "SIGKILL") =>
   Effect.acquireRelease(
-    Effect.async<{ value: A; pid: number; kill: () => void }>((resume) => {
+    Effect.async<{ value: A; pid: number; kill: () => Promise<void> }>((resume) => {
       const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] })
       let out = ""
       let done = false
@@ -36,14 +37,15 @@ const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | 
         const v = done ? undefined : ready(out)
         if (v !== undefined) {
           done = true
-          resume(Effect.succeed({ value: v, pid: child.pid!, kill: () => child.kill("SIGKILL") }))
+          const exited = new Promise<void>((r) => child.once("exit", () => r()))
+          resume(Effect.succeed({ value: v, pid: child.pid!, kill: () => (child.kill(signal), Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])) }))
         }
       })
       child.once("exit", (code) => {
         if (!done) resume(Effect.dieMessage(`${args.join(" ")} exited (${code}): ${out.slice(-2000)}`))
       })
     }),
-    (c) => Effect.sync(c.kill)
+    (c) => Effect.promise(c.kill)
   )
 
 export interface PullFigure {
@@ -80,7 +82,9 @@ export const startPull = (o: { readonly agents: number; readonly dir: string; re
     const dataDir = join(o.dir, "pull-data")
     const config = join(o.dir, "pull.toml")
     writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${o.caDir}"`, `data_dir = "${dataDir}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
-    const verifier = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1])
+    // BENCH_PULL_PROF_DIR=<dir>: a CPU profile of the pull verifier too (written when it exits)
+    const prof = process.env["BENCH_PULL_PROF_DIR"]
+    const verifier = yield* childUntil([...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1], prof === undefined ? "SIGKILL" : "SIGINT")
     const url = verifier.value
     const read = (f: string) => readFileSync(join(o.caDir, f), "utf8")
     const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }

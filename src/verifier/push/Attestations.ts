@@ -78,13 +78,13 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         ? initialEvaluationState
         : Either.getOrElse(decodeEvaluationState(push.value.evaluation_state), () => initialEvaluationState)
 
-    /** Phase 1. */
+    /** Phase 1: its read and its insert on one reserved connection (nothing else in it touches the database). */
     const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
-      Effect.gen(function*() {
-        const context = yield* contextOf(agentId)
+      repo.grouped((db) => Effect.gen(function*() {
+        const context = yield* Effect.flatMap(db.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
         const now = yield* Clock.currentTimeMillis
         // the push row is written at enrolment; an agent enrolled before it existed gets it now
-        if (Option.isNone(context.push)) yield* repo.ensurePushAgent(agentId, now)
+        if (Option.isNone(context.push)) yield* db.ensurePushAgent(agentId, now)
         const latest = context.latest
         if (Option.isSome(latest)) {
           const l = latest.value
@@ -113,7 +113,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           capabilities_received_at: now,
           challenges_expire_at: now + config.challenge_lifetime * 1000
         }
-        if (!(yield* repo.insertAttestation(row))) return yield* new CreationConflict({ agentId })
+        if (!(yield* db.insertAttestation(row))) return yield* new CreationConflict({ agentId })
         const created = {
           ...row,
           stage: "awaiting_evidence",
@@ -124,7 +124,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         } satisfies LatestAttestation
         handoffs.put(agentId, { latest: created, agent: context.agent, prior, priorEncoded: priorEncodedOf(context.push) })
         return { ...created, evidence: null, failures: null } satisfies AttestationRow
-      })
+      }))
 
     /** What phase 2 read and decoded, handed to the background verdict so it reads nothing again. */
     interface Accepted {

@@ -4,9 +4,10 @@
  * index, evidence twice) are conditional and report whether they won. Same SQL on SQLite and
  * PostgreSQL.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Either, Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
+import { compiled, onReservedConnection, type ReservedConnection } from "../../db/reserved.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
 import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
 import { AgentView } from "../repo/rows.js"
@@ -124,6 +125,39 @@ export interface OutcomeWrite {
   readonly clearFailures: boolean
 }
 
+/** An attestation's verdict as stored on it. */
+export interface VerdictWrite {
+  readonly pass: boolean
+  readonly reason: string | null
+  readonly failures: string
+  readonly at: number
+}
+
+/** Everything a verdict writes: the attestation, the agent's push state and, for a pass that extends tokens, its active token. */
+export interface VerdictWrites {
+  readonly verdict: VerdictWrite
+  readonly outcome: OutcomeWrite
+  readonly tokenExpiresAt: number | undefined
+}
+
+/** The statements every attestation runs, on one reserved connection (PushRepo.grouped). */
+export interface AttestationStatements {
+  /** The agent's AttestationContext; None when no such agent is enrolled. */
+  readonly attestationContext: (agentId: string) => Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError>
+  /** The agent's push row, created (accepting, no deadline) at its first attestation. */
+  readonly ensurePushAgent: (agentId: string, at: number) => Effect.Effect<void, VerifierStoreError>
+  /** False when attestation (agent, idx) exists already. */
+  readonly insertAttestation: (a: NewAttestation) => Effect.Effect<boolean, VerifierStoreError>
+  /** Evidence accepted for verification; false when the attestation no longer awaits it or is no longer the latest. */
+  readonly acceptEvidence: (agentId: string, idx: number, evidence: string, at: number) => Effect.Effect<boolean, VerifierStoreError>
+  readonly completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => Effect.Effect<void, VerifierStoreError>
+  readonly recordOutcome: (agentId: string, w: OutcomeWrite) => Effect.Effect<void, VerifierStoreError>
+  /** A passed attestation extends the agent's active token. */
+  readonly extendAgentTokens: (agentId: string, expiresAt: number) => Effect.Effect<void, VerifierStoreError>
+  /** A verdict's writes, in one transaction. */
+  readonly recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => Effect.Effect<void, VerifierStoreError>
+}
+
 // synchronous decoders: a row read on every request need not pay for an effect per row
 const decodeSession = Schema.decodeUnknownEither(SessionRow)
 const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
@@ -159,9 +193,6 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       )
     const extendSession = (sessionId: string, expiresAt: number) =>
       run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE session_id = ${sessionId} AND active = 1`)
-    /** A passed attestation extends the agent's active token. */
-    const extendAgentTokens = (agentId: string, expiresAt: number) =>
-      run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE agent_id = ${agentId} AND active = 1`)
     const deleteSession = (sessionId: string) => run("delete session", sql`DELETE FROM push_sessions WHERE session_id = ${sessionId}`)
     /** Ended sessions: tokens expired, challenges never answered and expired. */
     const deleteExpiredSessions = (now: number) =>
@@ -177,43 +208,6 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     const listPushAgents = run("list push agents", sql`SELECT * FROM push_agents`).pipe(
       Effect.flatMap((rows) => Effect.forEach(rows, (r) => Effect.mapError(decodePushAgent(r), storeError("list push agents"))))
     )
-    /** The agent's push row, created (accepting, no deadline) at its first attestation. */
-    const ensurePushAgent = (agentId: string, at: number) =>
-      run(
-        "create push agent",
-        sql`INSERT INTO push_agents ${
-          sql.insert({
-            agent_id: agentId,
-            accept_attestations: 1,
-            consecutive_failures: 0,
-            attestation_count: 0,
-            last_received_at: null,
-            last_success_at: null,
-            deadline_at: null,
-            evaluation_state: null,
-            next_index: 0,
-            updated_at: at
-          })
-        } ON CONFLICT (agent_id) DO NOTHING`
-      )
-    const recordOutcome = (agentId: string, w: OutcomeWrite) =>
-      run(
-        "record push outcome",
-        sql`UPDATE push_agents SET ${
-          sql.csv([
-            sql`accept_attestations = 1`,
-            w.pass
-              ? (w.clearFailures ? sql`consecutive_failures = 0` : sql`consecutive_failures = consecutive_failures`)
-              : sql`consecutive_failures = consecutive_failures + 1`,
-            sql`attestation_count = attestation_count + ${w.pass ? 1 : 0}`,
-            sql`last_received_at = ${w.at}`,
-            ...(w.pass ? [sql`last_success_at = ${w.at}`] : []),
-            sql`deadline_at = ${w.deadlineAt}`,
-            sql`evaluation_state = ${w.evaluationState}`,
-            sql`updated_at = ${w.at}`
-          ])
-        } WHERE agent_id = ${agentId}`
-      )
     /** Agents whose deadline passed while accepting: acceptance ends; their ids. */
     const expireDeadlines = (now: number) =>
       run(
@@ -234,48 +228,112 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           WHERE agent_id = ${agentId} RETURNING agent_id`
       ).pipe(Effect.map((rows) => rows.length > 0))
 
+    // --- the statements of every attestation: compiled once, run on one reserved connection a group
+    // (src/db/reserved.ts); each is also offered alone, on its own reservation ---
     const agentsFrom = agentsWithPolicyFacts(sql)
     const contextColumns = sql.literal(
       [...AGENT_FACT_COLUMNS, "p.agent_id AS p_agent_id", "p.evaluation_state AS p_evaluation_state", ...LATEST_COLUMNS.map((c) => `t.${c} AS t_${c}`)].join(", ")
     )
-    /** The agent's AttestationContext; None when no such agent is enrolled. */
-    const attestationContext = (agentId: string) =>
-      run(
-        "read attestation context",
-        sql<Record<string, unknown>>`SELECT ${contextColumns} FROM ${agentsFrom}
-          LEFT JOIN push_agents p ON p.agent_id = a.agent_id
-          LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${agentId})
-          WHERE a.agent_id = ${agentId}`
-      ).pipe(Effect.flatMap((rows): Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError> => {
-        const r = rows[0]
-        if (r === undefined) return Effect.succeed(Option.none())
-        const agent = decodeFacts(r)
-        if (Either.isLeft(agent)) return Effect.fail(storeError("read attestation context")(agent.left))
-        let push: Option.Option<Pick<PushAgentRow, "evaluation_state">> = Option.none()
-        if (r["p_agent_id"] !== null && r["p_agent_id"] !== undefined) {
-          const state = decodeState({ evaluation_state: r["p_evaluation_state"] })
-          if (Either.isLeft(state)) return Effect.fail(storeError("read attestation context")(state.left))
-          push = Option.some(state.right)
-        }
-        let latest: Option.Option<LatestAttestation> = Option.none()
-        if (r["t_idx"] !== null && r["t_idx"] !== undefined) {
-          const fields: Record<string, unknown> = { agent_id: agentId }
-          for (const c of LATEST_COLUMNS) fields[c] = r[`t_${c}`]
-          const row = decodeLatest(fields)
-          if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
-          latest = Option.some(row.right)
-        }
-        return Effect.succeed(Option.some({ agent: agent.right, push, latest }))
-      }))
+    const CONTEXT = compiled(sql`SELECT ${contextColumns} FROM ${agentsFrom}
+      LEFT JOIN push_agents p ON p.agent_id = a.agent_id
+      LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${""})
+      WHERE a.agent_id = ${""}`)
+    const ENSURE_PUSH_AGENT = compiled(sql`INSERT INTO push_agents (agent_id, accept_attestations, consecutive_failures, attestation_count,
+        last_received_at, last_success_at, deadline_at, evaluation_state, next_index, updated_at)
+      VALUES (${""}, 1, 0, 0, NULL, NULL, NULL, NULL, 0, ${0}) ON CONFLICT (agent_id) DO NOTHING`)
+    const INSERT_ATTESTATION = compiled(sql`INSERT INTO push_attestations (agent_id, idx, stage, evaluation, failure_reason, capabilities,
+        evidence_requested, evidence, failures, boot_time, capabilities_received_at, challenges_expire_at, evidence_received_at,
+        verification_completed_at)
+      VALUES (${""}, ${0}, 'awaiting_evidence', 'pending', NULL, ${""}, ${""}, NULL, NULL, ${""}, ${0}, ${0}, NULL, NULL)
+      ON CONFLICT (agent_id, idx) DO NOTHING RETURNING idx`)
+    // only while the attestation still awaits evidence and is still the agent's latest (phase 2 may
+    // run on what phase 1 handed over, without reading the store)
+    const ACCEPT_EVIDENCE = compiled(sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}
+      WHERE agent_id = ${""} AND idx = ${0} AND stage = 'awaiting_evidence'
+        AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${""} AND n.idx > ${0}) RETURNING idx`)
+    const COMPLETE_ATTESTATION = compiled(sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${""},
+      failure_reason = ${""}, failures = ${""}, verification_completed_at = ${0}
+      WHERE agent_id = ${""} AND idx = ${0} AND stage = 'evaluating_evidence'`)
+    /** The push state after a verdict; the three ways a verdict moves the failure count, each its own text, with the same parameters. */
+    const outcomeStatement = (failures: string) =>
+      compiled(sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = ${sql.literal(failures)},
+        attestation_count = attestation_count + ${0}, last_received_at = ${0}, last_success_at = COALESCE(${0}, last_success_at),
+        deadline_at = ${0}, evaluation_state = ${""}, updated_at = ${0}
+        WHERE agent_id = ${""}`)
+    const OUTCOME = {
+      passClearing: outcomeStatement("0"),
+      pass: outcomeStatement("consecutive_failures"),
+      fail: outcomeStatement("consecutive_failures + 1")
+    }
+    const EXTEND_AGENT_TOKENS = compiled(sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1`)
 
+    /** Reads of the context row: the agent's facts, its push row (when it has one) and its latest attestation (when it has one). */
+    const contextOfRow = (agentId: string, r: Record<string, unknown> | undefined): Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError> => {
+      if (r === undefined) return Effect.succeed(Option.none())
+      const agent = decodeFacts(r)
+      if (Either.isLeft(agent)) return Effect.fail(storeError("read attestation context")(agent.left))
+      let push: Option.Option<Pick<PushAgentRow, "evaluation_state">> = Option.none()
+      if (r["p_agent_id"] !== null && r["p_agent_id"] !== undefined) {
+        const state = decodeState({ evaluation_state: r["p_evaluation_state"] })
+        if (Either.isLeft(state)) return Effect.fail(storeError("read attestation context")(state.left))
+        push = Option.some(state.right)
+      }
+      let latest: Option.Option<LatestAttestation> = Option.none()
+      if (r["t_idx"] !== null && r["t_idx"] !== undefined) {
+        const fields: Record<string, unknown> = { agent_id: agentId }
+        for (const c of LATEST_COLUMNS) fields[c] = r[`t_${c}`]
+        const row = decodeLatest(fields)
+        if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+        latest = Option.some(row.right)
+      }
+      return Effect.succeed(Option.some({ agent: agent.right, push, latest }))
+    }
+
+    /** The hot statements on one reserved connection. */
+    const statementsOn = (c: ReservedConnection): AttestationStatements => {
+      const exec = (operation: string, statement: Parameters<ReservedConnection["run"]>[0], params: ReadonlyArray<unknown>) =>
+        Effect.mapError(c.run(statement, params), storeError(operation))
+      const completeAttestation = (agentId: string, idx: number, r: VerdictWrite) =>
+        Effect.asVoid(exec("complete attestation", COMPLETE_ATTESTATION, [r.pass ? "pass" : "fail", r.reason, r.failures, r.at, agentId, idx]))
+      const recordOutcome = (agentId: string, w: OutcomeWrite) =>
+        Effect.asVoid(exec("record push outcome", w.pass ? (w.clearFailures ? OUTCOME.passClearing : OUTCOME.pass) : OUTCOME.fail, [
+          w.pass ? 1 : 0,
+          w.at,
+          w.pass ? w.at : null,
+          w.deadlineAt,
+          w.evaluationState,
+          w.at,
+          agentId
+        ]))
+      const extendAgentTokens = (agentId: string, expiresAt: number) => Effect.asVoid(exec("extend session", EXTEND_AGENT_TOKENS, [expiresAt, agentId]))
+      return {
+        attestationContext: (agentId) => Effect.flatMap(exec("read attestation context", CONTEXT, [agentId, agentId]), (rows) => contextOfRow(agentId, rows[0])),
+        ensurePushAgent: (agentId, at) => Effect.asVoid(exec("create push agent", ENSURE_PUSH_AGENT, [agentId, at])),
+        insertAttestation: (a) =>
+          Effect.map(
+            exec("insert attestation", INSERT_ATTESTATION, [a.agent_id, a.idx, a.capabilities, a.evidence_requested, a.boot_time, a.capabilities_received_at, a.challenges_expire_at]),
+            (rows) => rows.length > 0
+          ),
+        acceptEvidence: (agentId, idx, evidence, at) =>
+          Effect.map(exec("accept evidence", ACCEPT_EVIDENCE, [evidence, at, agentId, idx, agentId, idx]), (rows) => rows.length > 0),
+        completeAttestation,
+        recordOutcome,
+        extendAgentTokens,
+        // one transaction: the attestation's stage and the agent's push state never disagree
+        recordVerdict: (agentId, idx, v) =>
+          c.transaction(Effect.gen(function*() {
+            yield* completeAttestation(agentId, idx, v.verdict)
+            yield* recordOutcome(agentId, v.outcome)
+            if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
+          })).pipe(Effect.mapError((e) => e instanceof SqlError.SqlError ? storeError("record verdict")(e) : e))
+      }
+    }
+    /** `body` with the hot statements on one reserved connection: only they may touch the database inside it. */
+    const grouped = <A, E, R>(body: (statements: AttestationStatements) => Effect.Effect<A, E, R>): Effect.Effect<A, E | VerifierStoreError, R> =>
+      onReservedConnection(sql, (c) => body(statementsOn(c))).pipe(
+        Effect.mapError((e) => e instanceof SqlError.SqlError ? storeError("reserve a connection")(e) : e)
+      )
     // --- attestations ---
-    const insertAttestation = (a: NewAttestation) =>
-      run(
-        "insert attestation",
-        sql`INSERT INTO push_attestations ${
-          sql.insert({ ...a, stage: "awaiting_evidence", evaluation: "pending", failure_reason: null, evidence: null, failures: null, evidence_received_at: null, verification_completed_at: null })
-        } ON CONFLICT (agent_id, idx) DO NOTHING RETURNING idx`
-      ).pipe(Effect.map((rows) => rows.length > 0))
     const findAttestation = (agentId: string, idx: number) =>
       run("find attestation", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} AND idx = ${idx}`).pipe(
         Effect.flatMap(one("find attestation", decodeAttestation))
@@ -288,44 +346,6 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       run("list attestations", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} ORDER BY idx`).pipe(
         Effect.flatMap((rows) => Effect.mapError(Effect.forEach(rows, (r) => Either.match(decodeAttestation(r), { onLeft: Effect.fail, onRight: Effect.succeed })), storeError("list attestations")))
       )
-    /**
-     * Evidence accepted for verification, only while the attestation still awaits it and is still
-     * the agent's latest (phase 2 may run on what phase 1 handed over, without reading the store).
-     */
-    const acceptEvidence = (agentId: string, idx: number, evidence: string, at: number) =>
-      run(
-        "accept evidence",
-        sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${evidence}, evidence_received_at = ${at}
-          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'awaiting_evidence'
-            AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${agentId} AND n.idx > ${idx}) RETURNING idx`
-      ).pipe(Effect.map((rows) => rows.length > 0))
-    const completeAttestation = (agentId: string, idx: number, r: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }) =>
-      run(
-        "complete attestation",
-        sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${r.pass ? "pass" : "fail"},
-          failure_reason = ${r.reason}, failures = ${r.failures}, verification_completed_at = ${r.at}
-          WHERE agent_id = ${agentId} AND idx = ${idx} AND stage = 'evaluating_evidence'`
-      )
-    /**
-     * A verdict: the attestation completed, the agent's push state (recordOutcome) and, for a pass
-     * that extends tokens, the agent's active token. No transaction: the statements are those the
-     * pieces write (a transaction's BEGIN/COMMIT would cost more CPU than it saves).
-     */
-    const recordVerdict = (
-      agentId: string,
-      idx: number,
-      v: {
-        readonly verdict: { readonly pass: boolean; readonly reason: string | null; readonly failures: string; readonly at: number }
-        readonly outcome: OutcomeWrite
-        readonly tokenExpiresAt: number | undefined
-      }
-    ) =>
-      Effect.gen(function*() {
-        yield* completeAttestation(agentId, idx, v.verdict)
-        yield* recordOutcome(agentId, v.outcome)
-        if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
-      })
-
     /**
      * Completed attestations older than each agent's latest `keep` are deleted (bounded history:
      * an agent attesting every 2 s writes 43,200 a day). The latest and anything still pending stay.
@@ -348,24 +368,25 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       findSession,
       activateSession,
       extendSession,
-      extendAgentTokens,
+      extendAgentTokens: (agentId: string, expiresAt: number) => grouped((s) => s.extendAgentTokens(agentId, expiresAt)),
       deleteSession,
       deleteExpiredSessions,
       findPushAgent,
-      ensurePushAgent,
+      ensurePushAgent: (agentId: string, at: number) => grouped((s) => s.ensurePushAgent(agentId, at)),
       listPushAgents,
-      recordOutcome,
+      recordOutcome: (agentId: string, w: OutcomeWrite) => grouped((s) => s.recordOutcome(agentId, w)),
       expireDeadlines,
       nextDeadline,
       restoreAcceptance,
-      attestationContext,
-      insertAttestation,
+      attestationContext: (agentId: string) => grouped((s) => s.attestationContext(agentId)),
+      insertAttestation: (a: NewAttestation) => grouped((s) => s.insertAttestation(a)),
       findAttestation,
       latestAttestation,
       listAttestations,
-      acceptEvidence,
-      completeAttestation,
-      recordVerdict,
+      acceptEvidence: (agentId: string, idx: number, evidence: string, at: number) => grouped((s) => s.acceptEvidence(agentId, idx, evidence, at)),
+      completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => grouped((s) => s.completeAttestation(agentId, idx, r)),
+      recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => grouped((s) => s.recordVerdict(agentId, idx, v)),
+      grouped,
       pruneAttestations,
       evaluating
     } as const
