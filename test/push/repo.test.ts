@@ -2,7 +2,8 @@
  * The push tables on SQLite and PostgreSQL: an attestation index is taken once, the attestation
  * context reads the agent, its push row and its latest attestation in one statement, deadlines are
  * stored and expire acceptance, restoring acceptance clears them, deleting the agent removes
- * its push rows, and pruning keeps each agent's latest attestations and anything still pending.
+ * its push rows, pruning keeps each agent's latest attestations and anything still pending, and a
+ * verdict writes the attestation, the push state and the active token all together or not at all.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -79,6 +80,68 @@ describe.each(backends)("push repo on %s", (backend, available) => {
         const left = (agentId: string) => Effect.map(repo.listAttestations(agentId), (rows) => rows.map((r) => [r.idx, r.stage]))
         expect(yield* left(AGENT)).toEqual([[1, "awaiting_evidence"], [4, "verification_complete"], [5, "awaiting_evidence"]])
         expect(yield* left(other)).toEqual([[0, "verification_complete"], [1, "verification_complete"]])
+      }).pipe(Effect.provide(PushRepo.Default), Effect.provide(verifierLayer(db)))
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live.skipIf(!available)("a verdict writes the attestation, the push state and the active token together, or none of them", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        const agents = yield* Agents
+        const repo = yield* PushRepo
+        const sql = yield* SqlClient.SqlClient
+        yield* agents.add(AGENT, validBody())
+        yield* repo.ensurePushAgent(AGENT, 1)
+        yield* repo.insertSession({ session_id: "s-active", agent_id: AGENT, challenge: "c", created_at: 1, challenges_expire_at: 2 })
+        yield* repo.activateSession({ sessionId: "s-active", agentId: AGENT, tokenHash: "h", expiresAt: 100, at: 1 })
+        const judged = (idx: number) =>
+          Effect.zipRight(
+            repo.insertAttestation({ agent_id: AGENT, idx, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 }),
+            repo.acceptEvidence(AGENT, idx, "[]", 3)
+          )
+        const verdict = (idx: number, pass: boolean, at: number, o: { clearFailures: boolean; tokenExpiresAt: number | undefined }) =>
+          repo.recordVerdict(AGENT, idx, {
+            verdict: { pass, reason: pass ? null : "policy_violation", failures: pass ? "[]" : "[{\"type\":\"x\"}]", at },
+            outcome: { pass, at, deadlineAt: at + 10, evaluationState: `{"at":${at}}`, clearFailures: o.clearFailures },
+            tokenExpiresAt: o.tokenExpiresAt
+          })
+        const state = Effect.map(repo.findPushAgent(AGENT), Option.map((r) => [r.consecutive_failures, r.attestation_count, r.last_received_at, r.last_success_at, r.deadline_at, r.evaluation_state]))
+        const token = Effect.map(repo.findSession("s-active"), Option.map((r) => r.token_expires_at))
+        const attestationOf = (idx: number) => Effect.map(repo.findAttestation(AGENT, idx), Option.map((r) => [r.stage, r.evaluation, r.failure_reason, r.verification_completed_at]))
+
+        // a fail: counted, no success time, the token left as it was
+        yield* judged(0)
+        yield* verdict(0, false, 10, { clearFailures: true, tokenExpiresAt: undefined })
+        expect(yield* attestationOf(0)).toEqual(Option.some(["verification_complete", "fail", "policy_violation", 10]))
+        expect(yield* state).toEqual(Option.some([1, 0, 10, null, 20, "{\"at\":10}"]))
+        expect(yield* token).toEqual(Option.some(100))
+        // a pass that keeps earlier failures and extends the token
+        yield* judged(1)
+        yield* verdict(1, true, 20, { clearFailures: false, tokenExpiresAt: 500 })
+        expect(yield* attestationOf(1)).toEqual(Option.some(["verification_complete", "pass", null, 20]))
+        expect(yield* state).toEqual(Option.some([1, 1, 20, 20, 30, "{\"at\":20}"]))
+        expect(yield* token).toEqual(Option.some(500))
+        // a pass that clears them
+        yield* judged(2)
+        yield* verdict(2, true, 30, { clearFailures: true, tokenExpiresAt: undefined })
+        expect(yield* state).toEqual(Option.some([0, 2, 30, 30, 40, "{\"at\":30}"]))
+        expect(yield* token).toEqual(Option.some(500))
+        // a verdict on an attestation no longer being evaluated leaves that attestation as it is
+        yield* verdict(1, false, 40, { clearFailures: true, tokenExpiresAt: undefined })
+        expect(yield* attestationOf(1)).toEqual(Option.some(["verification_complete", "pass", null, 20]))
+        // a verdict whose push-state write fails (a trigger refuses it here) changes nothing: the
+        // attestation stays being evaluated (judged again at the next start), the token as it was
+        yield* judged(3)
+        yield* sql.onDialectOrElse({
+          pg: () => sql`CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$ LANGUAGE plpgsql`.pipe(
+            Effect.zipRight(sql`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON push_agents FOR EACH ROW EXECUTE FUNCTION refuse()`)
+          ),
+          orElse: () => sql`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON push_agents BEGIN SELECT RAISE(ABORT, 'refused'); END`
+        })
+        const refused = yield* Effect.either(verdict(3, true, 50, { clearFailures: true, tokenExpiresAt: 900 }))
+        expect(refused._tag).toEqual("Left")
+        expect(yield* attestationOf(3)).toEqual(Option.some(["evaluating_evidence", "pending", null, null]))
+        expect(yield* token).toEqual(Option.some(500))
       }).pipe(Effect.provide(PushRepo.Default), Effect.provide(verifierLayer(db)))
     }).pipe(Effect.scoped), 60_000)
 })

@@ -7,7 +7,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Either, Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { compiled, onReservedConnection, type ReservedConnection } from "../../db/reserved.js"
+import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../db/reserved.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
 import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
 import { AgentView } from "../repo/rows.js"
@@ -158,6 +158,11 @@ export interface AttestationStatements {
   readonly recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => Effect.Effect<void, VerifierStoreError>
 }
 
+/** How a verdict moves the failure count: a pass clears it (auto_recover_attestation_failures) or keeps it; a fail adds one. */
+type OutcomeKind = "passClearing" | "pass" | "fail"
+const FAILURE_COUNT: Record<OutcomeKind, string> = { passClearing: "0", pass: "consecutive_failures", fail: "consecutive_failures + 1" }
+const outcomeKind = (w: OutcomeWrite): OutcomeKind => w.pass ? (w.clearFailures ? "passClearing" : "pass") : "fail"
+
 // synchronous decoders: a row read on every request need not pay for an effect per row
 const decodeSession = Schema.decodeUnknownEither(SessionRow)
 const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
@@ -251,21 +256,32 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     const ACCEPT_EVIDENCE = compiled(sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}
       WHERE agent_id = ${""} AND idx = ${0} AND stage = 'awaiting_evidence'
         AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${""} AND n.idx > ${0}) RETURNING idx`)
-    const COMPLETE_ATTESTATION = compiled(sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${""},
+    const completeSql = sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${""},
       failure_reason = ${""}, failures = ${""}, verification_completed_at = ${0}
-      WHERE agent_id = ${""} AND idx = ${0} AND stage = 'evaluating_evidence'`)
+      WHERE agent_id = ${""} AND idx = ${0} AND stage = 'evaluating_evidence'`
     /** The push state after a verdict; the three ways a verdict moves the failure count, each its own text, with the same parameters. */
-    const outcomeStatement = (failures: string) =>
-      compiled(sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = ${sql.literal(failures)},
+    const outcomeSql = (failures: OutcomeKind) =>
+      sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = ${sql.literal(FAILURE_COUNT[failures])},
         attestation_count = attestation_count + ${0}, last_received_at = ${0}, last_success_at = COALESCE(${0}, last_success_at),
         deadline_at = ${0}, evaluation_state = ${""}, updated_at = ${0}
-        WHERE agent_id = ${""}`)
-    const OUTCOME = {
-      passClearing: outcomeStatement("0"),
-      pass: outcomeStatement("consecutive_failures"),
-      fail: outcomeStatement("consecutive_failures + 1")
-    }
-    const EXTEND_AGENT_TOKENS = compiled(sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1`)
+        WHERE agent_id = ${""}`
+    const extendTokensSql = sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1`
+    const COMPLETE_ATTESTATION = compiled(completeSql)
+    const OUTCOME = { passClearing: compiled(outcomeSql("passClearing")), pass: compiled(outcomeSql("pass")), fail: compiled(outcomeSql("fail")) }
+    const EXTEND_AGENT_TOKENS = compiled(extendTokensSql)
+    // PostgreSQL writes a verdict as one statement (data-modifying CTEs: atomic, one round trip,
+    // where BEGIN and COMMIT would be two more); SQLite has no DML in a CTE and uses a transaction
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const verdictPg = (kind: OutcomeKind, extendsTokens: boolean) =>
+      compiled(sql`WITH completed AS (${completeSql} RETURNING idx)${extendsTokens ? sql`, extended AS (${extendTokensSql} RETURNING agent_id)` : sql``}
+        ${outcomeSql(kind)}`)
+    const VERDICT_PG = isPg
+      ? {
+        passClearing: [verdictPg("passClearing", false), verdictPg("passClearing", true)],
+        pass: [verdictPg("pass", false), verdictPg("pass", true)],
+        fail: [verdictPg("fail", false), verdictPg("fail", true)]
+      } as const
+      : undefined
 
     /** Reads of the context row: the agent's facts, its push row (when it has one) and its latest attestation (when it has one). */
     const contextOfRow = (agentId: string, r: Record<string, unknown> | undefined): Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError> => {
@@ -291,20 +307,13 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
 
     /** The hot statements on one reserved connection. */
     const statementsOn = (c: ReservedConnection): AttestationStatements => {
-      const exec = (operation: string, statement: Parameters<ReservedConnection["run"]>[0], params: ReadonlyArray<unknown>) =>
+      const exec = (operation: string, statement: Compiled, params: ReadonlyArray<unknown>) =>
         Effect.mapError(c.run(statement, params), storeError(operation))
       const completeAttestation = (agentId: string, idx: number, r: VerdictWrite) =>
-        Effect.asVoid(exec("complete attestation", COMPLETE_ATTESTATION, [r.pass ? "pass" : "fail", r.reason, r.failures, r.at, agentId, idx]))
-      const recordOutcome = (agentId: string, w: OutcomeWrite) =>
-        Effect.asVoid(exec("record push outcome", w.pass ? (w.clearFailures ? OUTCOME.passClearing : OUTCOME.pass) : OUTCOME.fail, [
-          w.pass ? 1 : 0,
-          w.at,
-          w.pass ? w.at : null,
-          w.deadlineAt,
-          w.evaluationState,
-          w.at,
-          agentId
-        ]))
+        Effect.asVoid(exec("complete attestation", COMPLETE_ATTESTATION, completeParams(agentId, idx, r)))
+      const outcomeParams = (agentId: string, w: OutcomeWrite) => [w.pass ? 1 : 0, w.at, w.pass ? w.at : null, w.deadlineAt, w.evaluationState, w.at, agentId]
+      const completeParams = (agentId: string, idx: number, r: VerdictWrite) => [r.pass ? "pass" : "fail", r.reason, r.failures, r.at, agentId, idx]
+      const recordOutcome = (agentId: string, w: OutcomeWrite) => Effect.asVoid(exec("record push outcome", OUTCOME[outcomeKind(w)], outcomeParams(agentId, w)))
       const extendAgentTokens = (agentId: string, expiresAt: number) => Effect.asVoid(exec("extend session", EXTEND_AGENT_TOKENS, [expiresAt, agentId]))
       return {
         attestationContext: (agentId) => Effect.flatMap(exec("read attestation context", CONTEXT, [agentId, agentId]), (rows) => contextOfRow(agentId, rows[0])),
@@ -319,13 +328,22 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         completeAttestation,
         recordOutcome,
         extendAgentTokens,
-        // one transaction: the attestation's stage and the agent's push state never disagree
-        recordVerdict: (agentId, idx, v) =>
-          c.transaction(Effect.gen(function*() {
+        // atomic: the attestation's stage and the agent's push state never disagree
+        recordVerdict: (agentId, idx, v) => {
+          if (VERDICT_PG !== undefined) {
+            const extending = v.tokenExpiresAt !== undefined
+            return Effect.asVoid(exec("record verdict", VERDICT_PG[outcomeKind(v.outcome)][extending ? 1 : 0], [
+              ...completeParams(agentId, idx, v.verdict),
+              ...(extending ? [v.tokenExpiresAt, agentId] : []),
+              ...outcomeParams(agentId, v.outcome)
+            ]))
+          }
+          return c.transaction(Effect.gen(function*() {
             yield* completeAttestation(agentId, idx, v.verdict)
             yield* recordOutcome(agentId, v.outcome)
             if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
           })).pipe(Effect.mapError((e) => e instanceof SqlError.SqlError ? storeError("record verdict")(e) : e))
+        }
       }
     }
     /** `body` with the hot statements on one reserved connection: only they may touch the database inside it. */
@@ -333,6 +351,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       onReservedConnection(sql, (c) => body(statementsOn(c))).pipe(
         Effect.mapError((e) => e instanceof SqlError.SqlError ? storeError("reserve a connection")(e) : e)
       )
+
     // --- attestations ---
     const findAttestation = (agentId: string, idx: number) =>
       run("find attestation", sql`SELECT * FROM push_attestations WHERE agent_id = ${agentId} AND idx = ${idx}`).pipe(
