@@ -33,7 +33,8 @@ import { evidenceOf, failureReasonOf } from "./evidence.js"
 import { type Handoff, makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
-import { type AttestationRow, type LatestAttestation, type PushAgentFacts, PushRepo } from "./repo.js"
+import { PushRepo } from "./repo.js"
+import type { AttestationRow, LatestAttestation, PushAgentFacts } from "./rows.js"
 import { Sessions } from "./Sessions.js"
 
 /** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */

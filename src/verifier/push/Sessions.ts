@@ -15,7 +15,8 @@ import { verifyCertify } from "../../tpm/verifyCertify.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
 import { SessionNotFound, SessionRateLimited, SessionRequestInvalid, TokenRefused } from "./errors.js"
 import { makeRateLimiter } from "./rateLimit.js"
-import { PushRepo, type SessionRow } from "./repo.js"
+import { PushRepo } from "./repo.js"
+import type { SessionRow } from "./rows.js"
 import { makeTokenCache } from "./tokenCache.js"
 
 /** What a PATCH came to: Keylime answers 200 pass, 200 fail (expired challenge, unknown agent) or 401 fail (bad proof). */

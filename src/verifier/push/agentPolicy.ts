@@ -14,7 +14,7 @@ import type { AgentPolicy, EvaluateOptions } from "../evaluate/types.js"
 import { PolicyCache } from "../policy/PolicyCache.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import type { NegotiationPolicy } from "./negotiate.js"
-import type { PushAgentFacts } from "./repo.js"
+import type { PushAgentFacts } from "./rows.js"
 
 /** An agent's stored policy that cannot be used (the background verification records it as a failure). */
 export class AgentPolicyUnusable extends Data.TaggedError("AgentPolicyUnusable")<{ readonly message: string }> {}

@@ -8,7 +8,7 @@
  */
 import type { EvidenceCollected, EvidenceRequested, EvidenceSupported } from "../../../schemas/Push.js"
 import { JSON_API_VERSION } from "../../http/jsonapi.js"
-import type { AttestationRow, PushAgentRow, SessionRow } from "./repo.js"
+import type { AttestationRow, PushAgentRow, SessionRow } from "./rows.js"
 import type { SessionOutcome } from "./Sessions.js"
 import { isoMicros } from "./time.js"
 

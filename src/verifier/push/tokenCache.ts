@@ -6,7 +6,7 @@
  * again. This process drops or updates entries itself when it ends, replaces or extends a session;
  * a session another verifier process ends is refused here at most `recheckMs` later.
  */
-import type { SessionRow } from "./repo.js"
+import type { SessionRow } from "./rows.js"
 
 /** How long a token checked against the store is trusted without reading it again. */
 export const TOKEN_RECHECK_MS = 10_000
