@@ -33,6 +33,7 @@ import { evidenceOf, failureReasonOf } from "./evidence.js"
 import { type Handoff, makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
+import type { AttestationStatements } from "./attestationStatements.js"
 import { PushRepo } from "./repo.js"
 import type { AttestationRow, LatestAttestation, PushAgentFacts } from "./rows.js"
 import { Sessions } from "./Sessions.js"
@@ -69,9 +70,9 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
 
     const findAgent = (agentId: string) =>
       Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
-    /** The agent's facts, push row and latest attestation: what both phases read, in one statement. */
-    const contextOf = (agentId: string) =>
-      Effect.flatMap(repo.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+    /** The agent's facts, push row and latest attestation: what both phases read, in one statement (from the repo, or a group's statements). */
+    const contextOf = (agentId: string, from: Pick<AttestationStatements, "attestationContext"> = repo) =>
+      Effect.flatMap(from.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
     /** The stored evaluation state as written (the verdict keeps it when it judges nothing). */
     const priorEncodedOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) => Option.isSome(push) ? push.value.evaluation_state : null
     const priorStateOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) =>
@@ -82,7 +83,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /** Phase 1: its read and its insert on one reserved connection (nothing else in it touches the database). */
     const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
       repo.grouped((db) => Effect.gen(function*() {
-        const context = yield* Effect.flatMap(db.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+        const context = yield* contextOf(agentId, db)
         const now = yield* Clock.currentTimeMillis
         // the push row is written at enrolment; an agent enrolled before it existed gets it now
         if (Option.isNone(context.push)) yield* db.ensurePushAgent(agentId, now)
