@@ -4,11 +4,11 @@ import { readdirSync, readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import {
-  decodeCredentialFile, decodeQuoteString, ekCertificateMatchesPublic, ekQualifiedName, encodeCredentialFile,
-  encodeQuoteString, marshalAttest, marshalPcrBlob, marshalSignature, marshalTpm2bPublic, nameOf, parseAttest,
-  parseEkCertificate, parsePcrBlob, parseSignature, parseTpm2bPublic, qualifiedName, verifyCertify, verifyQuote,
+  decodeQuoteString, ekQualifiedName, encodeQuoteString, marshalAttest, marshalPcrBlob, marshalSignature, marshalTpm2bPublic,
+  nameOf, parseAttest, parsePcrBlob, parseSignature, parseTpm2bPublic, qualifiedName, verifyCertify, verifyQuote,
   verifyQuoteString
 } from "../../src/tpm/index.js"
+import { decodeCredentialFile, ekCertificateMatchesPublic, encodeCredentialFile, parseEkCertificate } from "../../src/tpm/node.js"
 import { readVector, readVectorText, vectorPath } from "../support/vectors.js"
 
 const ascii = (s: string) => new TextEncoder().encode(s)

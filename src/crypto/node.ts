@@ -1,0 +1,189 @@
+/**
+ * The crypto port on node:crypto: the default wherever node:crypto exists, and the one the hot
+ * paths were measured with (one-shot `crypto.hash`, KeyObjects cached per key, native verification).
+ * node:crypto is taken with `process.getBuiltinModule` (node ≥ 20.16, Deno, Bun), not imported, so the
+ * engines that reach this module still bundle for a browser, where `nodeCryptoPort()` is undefined.
+ * ECDSA over a given digest (IMA file signatures), which node:crypto cannot do, is @noble/curves'.
+ */
+import type * as NodeCrypto from "node:crypto"
+import { nobleVerifyDigest } from "./noble.js"
+import {
+  type CryptoPort,
+  type Curve,
+  type HashAlg,
+  type Hasher,
+  type KeyComponents,
+  normaliseComponents,
+  type PublicKey,
+  type SignatureScheme,
+  timingSafeEqual
+} from "./port.js"
+import { base64Bytes, latin1, toBase64Url } from "./encoding.js"
+
+type Crypto = typeof NodeCrypto
+
+const load = (): Crypto | undefined => {
+  const p = (globalThis as { readonly process?: { readonly getBuiltinModule?: (id: string) => unknown } }).process
+  try {
+    return p?.getBuiltinModule?.("node:crypto") as Crypto | undefined
+  } catch {
+    return undefined
+  }
+}
+
+const NODE_CURVES: Readonly<Record<string, Curve>> = { prime256v1: "P-256", secp384r1: "P-384", secp521r1: "P-521", secp256k1: "secp256k1" }
+const CURVE_NAMES: Readonly<Record<Curve, string>> = { "P-256": "P-256", "P-384": "P-384", "P-521": "P-521", secp256k1: "secp256k1" }
+
+const make = (crypto: Crypto): CryptoPort => {
+  const keyObjects = new WeakMap<PublicKey, NodeCrypto.KeyObject>()
+
+  /** node's KeyObject → the port's key, remembering the KeyObject. */
+  const fromKeyObject = (k: NodeCrypto.KeyObject): PublicKey => {
+    const pub = k.type === "public" ? k : crypto.createPublicKey(k)
+    let key: PublicKey
+    if (pub.asymmetricKeyType === "rsa") {
+      const jwk = pub.export({ format: "jwk" })
+      const n = base64Bytes(jwk.n!)
+      key = { type: "rsa", n, e: base64Bytes(jwk.e!), bits: pub.asymmetricKeyDetails?.modulusLength ?? n.length * 8 }
+    } else if (pub.asymmetricKeyType === "ec") {
+      const named = pub.asymmetricKeyDetails?.namedCurve ?? ""
+      const curve = NODE_CURVES[named]
+      if (curve === undefined) return { type: "other", kind: `ec ${named}`.trim() }
+      const jwk = pub.export({ format: "jwk" })
+      key = { type: "ec", curve, x: base64Bytes(jwk.x!), y: base64Bytes(jwk.y!) }
+    } else {
+      return { type: "other", kind: pub.asymmetricKeyType ?? "unknown" }
+    }
+    keyObjects.set(key, pub)
+    return key
+  }
+
+  const keyObjectOf = (key: PublicKey): NodeCrypto.KeyObject | undefined => {
+    let k = keyObjects.get(key)
+    if (k === undefined && key.type !== "other") {
+      try {
+        k = crypto.createPublicKey({
+          key: key.type === "rsa"
+            ? { kty: "RSA", n: toBase64Url(key.n), e: toBase64Url(key.e) }
+            : { kty: "EC", crv: CURVE_NAMES[key.curve], x: toBase64Url(key.x), y: toBase64Url(key.y) },
+          format: "jwk"
+        })
+      } catch {
+        return undefined
+      }
+      keyObjects.set(key, k)
+    }
+    return k
+  }
+
+  // crypto.hash (node ≥ 20.12) is a one-shot digest without a Hash object: measurably cheaper for
+  // the ~100-byte inputs of the IMA and quote loops, and its latin1 result costs no ArrayBuffer.
+  const oneShot = crypto.hash as ((alg: string, data: Uint8Array, encoding: string) => unknown) | undefined
+  const digest: (alg: HashAlg, data: Uint8Array) => Uint8Array = oneShot
+    ? (alg, data) => new Uint8Array(oneShot(alg, data, "buffer") as Uint8Array)
+    : (alg, data) => new Uint8Array(crypto.createHash(alg).update(data).digest())
+  const digestLatin1: (alg: HashAlg, data: Uint8Array) => string = oneShot
+    ? (alg, data) => oneShot(alg, data, "latin1") as string
+    : (alg, data) => crypto.createHash(alg).update(data).digest("binary")
+
+  const tryRead = (f: () => NodeCrypto.KeyObject): PublicKey | undefined => {
+    try {
+      return fromKeyObject(f())
+    } catch {
+      return undefined
+    }
+  }
+
+  return {
+    name: "node",
+    digest,
+    digestLatin1,
+    hasher: (alg): Hasher => {
+      const h = crypto.createHash(alg)
+      const self: Hasher = {
+        update: (data) => {
+          h.update(data)
+          return self
+        },
+        digest: () => new Uint8Array(h.digest())
+      }
+      return self
+    },
+    hmac: (alg, key, ...data) => {
+      const h = crypto.createHmac(alg, key)
+      for (const d of data) h.update(d)
+      return new Uint8Array(h.digest())
+    },
+    importKey: (c: KeyComponents) => {
+      const n = normaliseComponents(c)
+      if (typeof n === "string") return n
+      try {
+        keyObjects.set(n, crypto.createPublicKey({
+          key: n.type === "rsa"
+            ? { kty: "RSA", n: toBase64Url(n.n), e: toBase64Url(n.e) }
+            : { kty: "EC", crv: CURVE_NAMES[n.curve], x: toBase64Url(n.x), y: toBase64Url(n.y) },
+          format: "jwk"
+        }))
+        return n
+      } catch (e) {
+        return `not a valid public key: ${e instanceof Error ? e.message : String(e)}`
+      }
+    },
+    publicKeyFrom: (data) => {
+      // node's readers, in the order attest always tried them: certificate, SPKI, PKCS#1, PEM.
+      if (typeof data === "string") return tryRead(() => new crypto.X509Certificate(data).publicKey) ?? tryRead(() => crypto.createPublicKey(data))
+      // node reads any Uint8Array where its types say Buffer
+      const der = data as Buffer
+      return (
+        tryRead(() => new crypto.X509Certificate(der).publicKey) ??
+        tryRead(() => crypto.createPublicKey({ key: der, format: "der", type: "spki" })) ??
+        tryRead(() => crypto.createPublicKey({ key: der, format: "der", type: "pkcs1" })) ??
+        tryRead(() => new crypto.X509Certificate(latin1(data)).publicKey) ??
+        tryRead(() => crypto.createPublicKey(latin1(data)))
+      )
+    },
+    verify: (key: PublicKey, scheme: SignatureScheme, message: Uint8Array, signature: Uint8Array): boolean => {
+      const k = keyObjectOf(key)
+      if (k === undefined) return false
+      try {
+        if (scheme.alg === "ecdsa") {
+          if (key.type !== "ec") return false
+          return crypto.verify(scheme.hash, message, { key: k, dsaEncoding: scheme.encoding === "p1363" ? "ieee-p1363" : "der" }, signature)
+        }
+        if (key.type !== "rsa") return false
+        if (scheme.alg === "rsa-pkcs1") return crypto.verify(scheme.hash, message, k, signature)
+        const pss = (saltLength: number) => crypto.verify(scheme.hash, message, { key: k, padding: crypto.constants.RSA_PKCS1_PSS_PADDING, saltLength }, signature)
+        return scheme.saltLength === "any" ? pss(digestSizeOf(scheme.hash)) || pss(crypto.constants.RSA_PSS_SALTLEN_AUTO) : pss(scheme.saltLength)
+      } catch {
+        return false
+      }
+    },
+    verifyRsaDigestInfo: (key, digestInfo, signature) => {
+      const k = keyObjectOf(key)
+      if (k === undefined || key.type !== "rsa") return false
+      try {
+        const em = crypto.publicDecrypt({ key: k, padding: crypto.constants.RSA_PKCS1_PADDING }, signature)
+        return timingSafeEqual(new Uint8Array(em), digestInfo)
+      } catch {
+        return false
+      }
+    },
+    verifyEcdsaDigest: (key, digest, derSignature) => nobleVerifyDigest(key, digest, derSignature),
+    pendingChecks: () => 0,
+    settle: () => Promise.resolve()
+  }
+}
+
+const SIZES: Readonly<Record<HashAlg, number>> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 }
+const digestSizeOf = (h: HashAlg): number => SIZES[h]
+
+let port: CryptoPort | null | undefined
+
+/** The node:crypto port, or undefined where there is no node:crypto. */
+export const nodeCryptoPort = (): CryptoPort | undefined => {
+  if (port === undefined) {
+    const crypto = load()
+    port = crypto === undefined ? null : make(crypto)
+  }
+  return port ?? undefined
+}
