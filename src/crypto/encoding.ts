@@ -146,21 +146,24 @@ export const decodeBase64Into: (s: string, start: number, end: number, out: Uint
   }
 
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
-const strictDecoder = new TextDecoder("utf-8", { fatal: true })
+// ignoreBOM: a leading BOM is kept as U+FEFF, as Buffer keeps it
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
+const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 
 export const utf8Bytes = (s: string): Uint8Array => encoder.encode(s)
 /** UTF-8 text; invalid sequences become U+FFFD. */
 export const utf8 = (b: Uint8Array): string => decoder.decode(b)
 
-export const isUtf8 = (b: Uint8Array): boolean => {
+/** UTF-8 text, or undefined when the bytes are not UTF-8. */
+export const strictUtf8 = (b: Uint8Array): string | undefined => {
   try {
-    strictDecoder.decode(b)
-    return true
+    return strictDecoder.decode(b)
   } catch {
-    return false
+    return undefined
   }
 }
+
+export const isUtf8 = (b: Uint8Array): boolean => strictUtf8(b) !== undefined
 
 export const concat = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
   let n = 0

@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as crypto from "node:crypto"
 import { Either } from "effect"
 import { decodeRuntimePolicyJson } from "../../schemas/RuntimePolicy.js"
-import { decodeDsseEnvelopeJson, dsseKeyId, pae, signEnvelope, verificationKeyFrom, verifyDetached, verifyEnvelope } from "../../src/ima/dsse.js"
+import { decodeDsseEnvelopeJson, dsseKeyId, pae, verificationKeyFrom, verifyDetached, verifyEnvelope } from "../../src/ima/dsse.js"
+import { signEnvelope } from "../../src/ima/dsseSign.js"
 import { readVector, readVectorText } from "../support/vectors.js"
 
 const data = (name: string) => readVectorText("keylime", "test", "data", name)
