@@ -79,9 +79,11 @@ const make = (crypto: Crypto): CryptoPort => {
   // crypto.hash (node ≥ 20.12) is a one-shot digest without a Hash object: measurably cheaper for
   // the ~100-byte inputs of the IMA and quote loops, and its latin1 result costs no ArrayBuffer.
   const oneShot = crypto.hash as ((alg: string, data: Uint8Array, encoding: string) => unknown) | undefined
+  // A plain view of node's result (its own memory, not the pool's): no copy.
+  const view = (b: Uint8Array) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
   const digest: (alg: HashAlg, data: Uint8Array) => Uint8Array = oneShot
-    ? (alg, data) => new Uint8Array(oneShot(alg, data, "buffer") as Uint8Array)
-    : (alg, data) => new Uint8Array(crypto.createHash(alg).update(data).digest())
+    ? (alg, data) => view(oneShot(alg, data, "buffer") as Uint8Array)
+    : (alg, data) => view(crypto.createHash(alg).update(data).digest())
   const digestLatin1: (alg: HashAlg, data: Uint8Array) => string = oneShot
     ? (alg, data) => oneShot(alg, data, "latin1") as string
     : (alg, data) => crypto.createHash(alg).update(data).digest("binary")
