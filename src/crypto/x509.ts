@@ -99,8 +99,11 @@ export const readCertificate = (input: Uint8Array): Either.Either<Certificate, s
     if (sigT!.end === sigT!.body || der[sigT!.body] !== 0) return yield* bad("the signature is not a whole-byte BIT STRING")
     const fields = yield* Either.mapLeft(children(der, tbsT!), (e) => e.reason)
     const rest = fields[0]?.tag === 0xa0 ? fields.slice(1) : fields
-    const [, , issuer, validity, subject, spki, ...tail] = rest
-    if (issuer === undefined || validity === undefined || subject === undefined || spki === undefined) return yield* bad("short tbsCertificate")
+    const [, signedAlg, issuer, validity, subject, spki, ...tail] = rest
+    if (signedAlg === undefined || issuer === undefined || validity === undefined || subject === undefined || spki === undefined) return yield* bad("short tbsCertificate")
+    // As OpenSSL: the algorithm outside the signed part must be the one inside it.
+    const same = signedAlg.end - signedAlg.start === algT!.end - algT!.start && der.subarray(signedAlg.start, signedAlg.end).every((b, i) => b === der[algT!.start + i])
+    if (!same) return yield* bad("the signature algorithm differs from the one in tbsCertificate")
     const [nb, na] = yield* Either.mapLeft(children(der, validity), (e) => e.reason)
     const notBefore = nb === undefined ? undefined : timeOf(der, nb)
     const notAfter = na === undefined ? undefined : timeOf(der, na)
@@ -224,6 +227,7 @@ const pssScheme = (params: Uint8Array | undefined): SignatureScheme | string => 
         const first = Either.getOrElse(children(params, t), () => [])[0]
         return first?.tag === 0x06 ? oidToString(params.subarray(first.body, first.end)) : undefined
       }
+      if (inner.tag !== (field.tag === 0xa0 || field.tag === 0xa1 ? 0x30 : 0x02)) return "malformed RSASSA-PSS parameters"
       if (field.tag === 0xa0) {
         const h = HASH_OIDS[oidAt(inner) ?? ""]
         if (h === undefined) return "RSASSA-PSS with an unsupported hash"
