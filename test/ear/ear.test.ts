@@ -30,13 +30,14 @@ import {
   verifyEar
 } from "../../src/ear/index.js"
 import { defaultSeverityPolicy, makeSeverityPolicy, rateFailures } from "../../src/verifier/evaluate/severity.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const key = generateEarKey()
 const options = { verifierId: "verifier-1", build: "attest 0.1.0" }
 const fail = (type: string): Failure => ({ type, context: { message: `${type} happened` } })
 const tpmChecks = { quote: true, ima: true, boot: true }
 
-describe("EAR tokens", () => {
+eachCryptoPort("EAR tokens", () => {
   it.effect("verify with the key published as JWKS, with the draft's claims", () => Effect.gen(function*() {
     const token = Either.getOrThrow(signEar({ agentId: "agent-1", failures: [], appraised: tpmChecks, nonce: "k5a0PtTvWGYRTX8RGxWm" }, key, options, 1_700_000_000))
     const keys = Either.getOrThrow(keysFromJwks(JSON.stringify(jwksDocument([key]))))
