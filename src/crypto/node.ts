@@ -1,6 +1,7 @@
 /**
  * The crypto port on node:crypto: the default wherever node:crypto exists, and the one the hot
  * paths were measured with (one-shot `crypto.hash`, KeyObjects cached per key, native verification).
+ * Keys are read by the same plain-code reader as the portable port's (keys.ts) and imported here.
  * node:crypto is taken with `process.getBuiltinModule` (node ≥ 20.16, Deno, Bun), not imported, so the
  * engines that reach this module still bundle for a browser, where `nodeCryptoPort()` is undefined.
  * ECDSA over a given digest (IMA file signatures), which node:crypto cannot do, is @noble/curves'.
@@ -18,7 +19,8 @@ import {
   type SignatureScheme,
   timingSafeEqual
 } from "./port.js"
-import { base64Bytes, latin1, toBase64Url } from "./encoding.js"
+import { toBase64Url } from "./encoding.js"
+import { readPublicKey } from "./keys.js"
 
 type Crypto = typeof NodeCrypto
 
@@ -31,32 +33,10 @@ const load = (): Crypto | undefined => {
   }
 }
 
-const NODE_CURVES: Readonly<Record<string, Curve>> = { prime256v1: "P-256", secp384r1: "P-384", secp521r1: "P-521", secp256k1: "secp256k1" }
 const CURVE_NAMES: Readonly<Record<Curve, string>> = { "P-256": "P-256", "P-384": "P-384", "P-521": "P-521", secp256k1: "secp256k1" }
 
 const make = (crypto: Crypto): CryptoPort => {
   const keyObjects = new WeakMap<PublicKey, NodeCrypto.KeyObject>()
-
-  /** node's KeyObject → the port's key, remembering the KeyObject. */
-  const fromKeyObject = (k: NodeCrypto.KeyObject): PublicKey => {
-    const pub = k.type === "public" ? k : crypto.createPublicKey(k)
-    let key: PublicKey
-    if (pub.asymmetricKeyType === "rsa") {
-      const jwk = pub.export({ format: "jwk" })
-      const n = base64Bytes(jwk.n!)
-      key = { type: "rsa", n, e: base64Bytes(jwk.e!), bits: pub.asymmetricKeyDetails?.modulusLength ?? n.length * 8 }
-    } else if (pub.asymmetricKeyType === "ec") {
-      const named = pub.asymmetricKeyDetails?.namedCurve ?? ""
-      const curve = NODE_CURVES[named]
-      if (curve === undefined) return { type: "other", kind: `ec ${named}`.trim() }
-      const jwk = pub.export({ format: "jwk" })
-      key = { type: "ec", curve, x: base64Bytes(jwk.x!), y: base64Bytes(jwk.y!) }
-    } else {
-      return { type: "other", kind: pub.asymmetricKeyType ?? "unknown" }
-    }
-    keyObjects.set(key, pub)
-    return key
-  }
 
   const keyObjectOf = (key: PublicKey): NodeCrypto.KeyObject | undefined => {
     let k = keyObjects.get(key)
@@ -88,15 +68,7 @@ const make = (crypto: Crypto): CryptoPort => {
     ? (alg, data) => oneShot(alg, data, "latin1") as string
     : (alg, data) => crypto.createHash(alg).update(data).digest("binary")
 
-  const tryRead = (f: () => NodeCrypto.KeyObject): PublicKey | undefined => {
-    try {
-      return fromKeyObject(f())
-    } catch {
-      return undefined
-    }
-  }
-
-  return {
+  const self: CryptoPort = {
     name: "node",
     digest,
     digestLatin1,
@@ -132,17 +104,10 @@ const make = (crypto: Crypto): CryptoPort => {
       }
     },
     publicKeyFrom: (data) => {
-      // node's readers, in the order attest always tried them: certificate, SPKI, PKCS#1, PEM.
-      if (typeof data === "string") return tryRead(() => new crypto.X509Certificate(data).publicKey) ?? tryRead(() => crypto.createPublicKey(data))
-      // node reads any Uint8Array where its types say Buffer
-      const der = data as Buffer
-      return (
-        tryRead(() => new crypto.X509Certificate(der).publicKey) ??
-        tryRead(() => crypto.createPublicKey({ key: der, format: "der", type: "spki" })) ??
-        tryRead(() => crypto.createPublicKey({ key: der, format: "der", type: "pkcs1" })) ??
-        tryRead(() => new crypto.X509Certificate(latin1(data)).publicKey) ??
-        tryRead(() => crypto.createPublicKey(latin1(data)))
-      )
+      const read = readPublicKey(data)
+      if (read === undefined || read.type === "other") return read
+      const key = self.importKey(read)
+      return typeof key === "string" ? undefined : key
     },
     verify: (key: PublicKey, scheme: SignatureScheme, message: Uint8Array, signature: Uint8Array): boolean => {
       const k = keyObjectOf(key)
@@ -174,6 +139,7 @@ const make = (crypto: Crypto): CryptoPort => {
     pendingChecks: () => 0,
     settle: () => Promise.resolve()
   }
+  return self
 }
 
 const SIZES: Readonly<Record<HashAlg, number>> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 }

@@ -17,8 +17,8 @@
 import { hmac } from "@noble/hashes/hmac.js"
 import { sha1 } from "@noble/hashes/legacy.js"
 import { sha256, sha384, sha512 } from "@noble/hashes/sha2.js"
-import { fromPem } from "../pki/pem.js"
-import { concat, latin1, portableLatin1, toBase64Url, utf8Bytes } from "./encoding.js"
+import { concat, portableLatin1, toBase64Url, utf8Bytes } from "./encoding.js"
+import { readPublicKey } from "./keys.js"
 import { nobleVerifyDigest, pointOf } from "./noble.js"
 import {
   type CryptoPort,
@@ -31,8 +31,6 @@ import {
   type SignatureScheme,
   timingSafeEqual
 } from "./port.js"
-import { readRsaPublicKey, readSpki, type SpkiContents } from "./spki.js"
-import { readCertificate } from "./x509.js"
 
 const HASHES = { sha1, sha256, sha384, sha512 } as const
 const WEB_HASH: Readonly<Record<HashAlg, string>> = { sha1: "SHA-1", sha256: "SHA-256", sha384: "SHA-384", sha512: "SHA-512" }
@@ -45,41 +43,6 @@ interface Subtle {
   importKey(format: "jwk", key: object, algorithm: { readonly name: string; readonly hash: string }, extractable: boolean, usages: ReadonlyArray<string>): Promise<WebKey>
   verify(algorithm: { readonly name: string; readonly saltLength?: number }, key: WebKey, signature: Uint8Array, data: Uint8Array): Promise<boolean>
 }
-
-const keyOfContents = (c: SpkiContents): PublicKey | undefined => {
-  if (c.type === "other") return c
-  if (c.type === "rsa") {
-    const k = normaliseComponents(c)
-    return typeof k === "string" ? undefined : k
-  }
-  const p = pointOf(c.curve, c.point)
-  return p === undefined ? undefined : { type: "ec", curve: c.curve, x: p.x, y: p.y }
-}
-
-const fromDer = (der: Uint8Array): PublicKey | undefined => {
-  const cert = readCertificate(der)
-  if (cert._tag === "Right") {
-    const spki = readSpki(cert.right.spki)
-    return spki === undefined ? undefined : keyOfContents(spki)
-  }
-  const spki = readSpki(der)
-  if (spki !== undefined) return keyOfContents(spki)
-  const rsa = readRsaPublicKey(der)
-  return rsa === undefined ? undefined : keyOfContents({ type: "rsa", ...rsa })
-}
-
-const fromPemText = (text: string): PublicKey | undefined => {
-  for (const block of fromPem(text)) {
-    if (block.label === "CERTIFICATE" || block.label === "PUBLIC KEY") return fromDer(block.der)
-    if (block.label === "RSA PUBLIC KEY") {
-      const rsa = readRsaPublicKey(block.der)
-      return rsa === undefined ? undefined : keyOfContents({ type: "rsa", ...rsa })
-    }
-  }
-  return undefined
-}
-
-const isPem = (b: Uint8Array): boolean => latin1(b.subarray(0, 4096)).includes("-----BEGIN ")
 
 const bigOf = (b: Uint8Array): bigint => {
   let v = 0n
@@ -178,7 +141,7 @@ const make = (): CryptoPort => {
 
   const digest = (alg: HashAlg, data: Uint8Array): Uint8Array => HASHES[alg](data)
 
-  return {
+  const self: CryptoPort = {
     name: "portable",
     digest,
     digestLatin1: (alg, data) => portableLatin1(HASHES[alg](data)),
@@ -201,8 +164,10 @@ const make = (): CryptoPort => {
       return n
     },
     publicKeyFrom: (data) => {
-      if (typeof data === "string") return fromPemText(data)
-      return isPem(data) ? fromPemText(latin1(data)) : fromDer(data)
+      const read = readPublicKey(data)
+      if (read === undefined || read.type === "other") return read
+      const key = self.importKey(read)
+      return typeof key === "string" ? undefined : key
     },
     verify: (key: PublicKey, scheme: SignatureScheme, message: Uint8Array, signature: Uint8Array): boolean => {
       if (scheme.alg === "ecdsa") return key.type === "ec" && nobleVerifyDigest(key, digest(scheme.hash, message), signature, scheme.encoding === "p1363" ? "compact" : "der")
@@ -238,6 +203,7 @@ const make = (): CryptoPort => {
       while (answers.size > MAX_ANSWERS) answers.delete(answers.keys().next().value!)
     }
   }
+  return self
 }
 
 let port: CryptoPort | undefined

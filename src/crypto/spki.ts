@@ -14,8 +14,25 @@ export const OID = {
   ecPublicKey: "1.2.840.10045.2.1",
   ed25519: "1.3.101.112",
   ed448: "1.3.101.113",
-  dsa: "1.2.840.10040.4.1"
+  x25519: "1.3.101.110",
+  x448: "1.3.101.111",
+  dsa: "1.2.840.10040.4.1",
+  dh: "1.2.840.113549.1.3.1"
 } as const
+
+/**
+ * Named curves node (OpenSSL) reads that the engines do not verify with: a key on one of them is
+ * a key of another kind, as node reports it; a curve OID outside this list and CURVE_OIDS is not a
+ * key at all (node refuses it). OpenSSL knows a few more (binary curves); none is used for attestation.
+ */
+const OTHER_CURVES: Readonly<Record<string, string>> = {
+  "1.2.840.10045.3.1.1": "prime192v1",
+  "1.3.132.0.33": "secp224r1",
+  "1.3.36.3.3.2.8.1.1.7": "brainpoolP256r1",
+  "1.3.36.3.3.2.8.1.1.11": "brainpoolP384r1",
+  "1.3.36.3.3.2.8.1.1.13": "brainpoolP512r1",
+  "1.2.156.10197.1.301": "SM2"
+}
 
 export const CURVE_OIDS: Readonly<Record<Curve, string>> = {
   "P-256": "1.2.840.10045.3.1.7",
@@ -70,13 +87,22 @@ export const readSpki = (der: Uint8Array): SpkiContents | undefined => {
     if (param === undefined || param.tag !== 0x06) return { type: "other", kind: "ec (explicit curve parameters)" }
     const curveOid = oidToString(der.subarray(param.body, param.end))
     const curve = curveOfOid(curveOid)
-    return curve === undefined ? { type: "other", kind: `ec ${curveOid}` } : { type: "ec", curve, point: key }
+    if (curve !== undefined) return { type: "ec", curve, point: key }
+    const other = OTHER_CURVES[curveOid]
+    return other === undefined ? undefined : { type: "other", kind: `ec ${other}` }
   }
-  if (oid === OID.rsassaPss) return { type: "other", kind: "rsa-pss" }
-  if (oid === OID.ed25519) return { type: "other", kind: "ed25519" }
-  if (oid === OID.ed448) return { type: "other", kind: "ed448" }
-  if (oid === OID.dsa) return { type: "other", kind: "dsa" }
-  return { type: "other", kind: oid }
+  const other = OTHER_KINDS[oid]
+  return other === undefined ? undefined : { type: "other", kind: other }
+}
+
+const OTHER_KINDS: Readonly<Record<string, string>> = {
+  [OID.rsassaPss]: "rsa-pss",
+  [OID.ed25519]: "ed25519",
+  [OID.ed448]: "ed448",
+  [OID.x25519]: "x25519",
+  [OID.x448]: "x448",
+  [OID.dsa]: "dsa",
+  [OID.dh]: "dh"
 }
 
 // ---------------------------------------------------------------------------------------------

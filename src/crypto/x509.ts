@@ -17,6 +17,8 @@ export interface Certificate {
   readonly signatureAlgorithm: { readonly oid: string; readonly params: Uint8Array | undefined }
   /** The signature BIT STRING's contents (without the unused-bits byte). */
   readonly signature: Uint8Array
+  /** The signatureAlgorithm outside the signed part is byte for byte the one inside it (else no signature verifies, as with OpenSSL). */
+  readonly algorithmsAgree: boolean
   /** Name DER of issuer and subject (compared byte for byte) and as text ("C=US, …, CN=…"). */
   readonly issuer: Uint8Array
   readonly subject: Uint8Array
@@ -101,9 +103,7 @@ export const readCertificate = (input: Uint8Array): Either.Either<Certificate, s
     const rest = fields[0]?.tag === 0xa0 ? fields.slice(1) : fields
     const [, signedAlg, issuer, validity, subject, spki, ...tail] = rest
     if (signedAlg === undefined || issuer === undefined || validity === undefined || subject === undefined || spki === undefined) return yield* bad("short tbsCertificate")
-    // As OpenSSL: the algorithm outside the signed part must be the one inside it.
-    const same = signedAlg.end - signedAlg.start === algT!.end - algT!.start && der.subarray(signedAlg.start, signedAlg.end).every((b, i) => b === der[algT!.start + i])
-    if (!same) return yield* bad("the signature algorithm differs from the one in tbsCertificate")
+    const algorithmsAgree = signedAlg.end - signedAlg.start === algT!.end - algT!.start && der.subarray(signedAlg.start, signedAlg.end).every((b, i) => b === der[algT!.start + i])
     const [nb, na] = yield* Either.mapLeft(children(der, validity), (e) => e.reason)
     const notBefore = nb === undefined ? undefined : timeOf(der, nb)
     const notAfter = na === undefined ? undefined : timeOf(der, na)
@@ -131,6 +131,7 @@ export const readCertificate = (input: Uint8Array): Either.Either<Certificate, s
         params: algParts[1] === undefined || algParts[1].tag === 0x05 ? undefined : der.subarray(algParts[1].start, algParts[1].end)
       },
       signature: der.subarray(sigT!.body + 1, sigT!.end),
+      algorithmsAgree,
       issuer: der.subarray(issuer.start, issuer.end),
       subject: der.subarray(subject.start, subject.end),
       issuerText: nameText(der, issuer),
@@ -253,6 +254,7 @@ const pssScheme = (params: Uint8Array | undefined): SignatureScheme | string => 
 
 /** The scheme the certificate's signature was made with, or why attest cannot check it. */
 export const signatureSchemeOf = (cert: Certificate): SignatureScheme | string => {
+  if (!cert.algorithmsAgree) return "the signature algorithm differs from the one in tbsCertificate"
   if (cert.signatureAlgorithm.oid === "1.2.840.113549.1.1.10") return pssScheme(cert.signatureAlgorithm.params)
   return SIGNATURE_ALGS[cert.signatureAlgorithm.oid] ?? `signature algorithm ${cert.signatureAlgorithm.oid} is not supported`
 }
