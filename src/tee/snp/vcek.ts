@@ -5,7 +5,8 @@
  * (INTEGERs), and the chip's hardware id (raw bytes: 64 for Milan and Genoa, 8 for Turin).
  * Read with the project's DER walker (src/crypto/x509.ts), on node and in a browser alike; failures
  * are typed and name the extension.
- * `vcekExtensions` writes the same extensions, so tests can issue VCEKs with the project's CA code.
+ * `vcekExtensions` writes the same extensions (as src/pki/certificate.ts's extra extensions), so tests
+ * can issue VCEKs with the project's CA code.
  */
 import * as asn1js from "asn1js"
 import { Data, Either } from "effect"
@@ -13,7 +14,6 @@ import { cryptoPort } from "../../crypto/active.js"
 import { latin1 } from "../../crypto/encoding.js"
 import type { PublicKey } from "../../crypto/port.js"
 import { type Certificate, readCertificate } from "../../crypto/x509.js"
-import type { ExtraExtension } from "../../pki/certificate.js"
 import { readTlv } from "../../pki/der.js"
 import { productLineOf, type ProductLine, type TcbParts } from "./tcb.js"
 
@@ -102,7 +102,7 @@ export const isP384 = (key: PublicKey): boolean => key.type === "ec" && key.curv
 const integer = (n: number) => new Uint8Array(new asn1js.Integer({ value: n }).toBER(false))
 
 /** AMD's VCEK extensions as AMD writes them (INTEGER SPLs, IA5String product, raw hwID), for issuing test VCEKs. */
-export const vcekExtensions = (v: { readonly productName: string; readonly tcb: TcbParts; readonly hwId: Uint8Array }): ReadonlyArray<ExtraExtension> => [
+export const vcekExtensions = (v: { readonly productName: string; readonly tcb: TcbParts; readonly hwId: Uint8Array }): ReadonlyArray<{ readonly oid: string; readonly value: Uint8Array }> => [
   { oid: AMD_VCEK_OID.structVersion, value: integer(1) },
   { oid: AMD_VCEK_OID.productName, value: new Uint8Array(new asn1js.IA5String({ value: v.productName }).toBER(false)) },
   { oid: AMD_VCEK_OID.blSPL, value: integer(v.tcb.bootloader) },
