@@ -210,3 +210,6 @@ let port: CryptoPort | undefined
 
 /** The portable port (one per process: its answered RSA checks are shared). */
 export const portableCryptoPort = (): CryptoPort => (port ??= make())
+
+/** A portable port of its own, with no answered checks yet (benches measure a round without the answers of the last). */
+export const makePortableCryptoPort = (): CryptoPort => make()
