@@ -6,7 +6,7 @@
  */
 import { fromPem } from "../pki/pem.js"
 import { latin1 } from "./encoding.js"
-import type { KeyComponents, OtherPublicKey } from "./port.js"
+import type { CryptoPort, KeyComponents, OtherPublicKey, PublicKey } from "./port.js"
 import { pointOf } from "./noble.js"
 import { readRsaPublicKey, readSpki, type SpkiContents } from "./spki.js"
 import { readCertificate } from "./x509.js"
@@ -49,3 +49,11 @@ const isPem = (b: Uint8Array): boolean => latin1(b.subarray(0, 4096)).includes("
 /** The key in `data`, or undefined when it holds none. */
 export const readPublicKey = (data: Uint8Array | string): KeyRead =>
   typeof data === "string" ? ofPem(data) : isPem(data) ? ofPem(latin1(data)) : ofDer(data)
+
+/** A port's `publicKeyFrom`: the key read here, imported by the port (which checks it). */
+export const publicKeyWith = (importKey: CryptoPort["importKey"]) => (data: Uint8Array | string): PublicKey | undefined => {
+  const read = readPublicKey(data)
+  if (read === undefined || read.type === "other") return read
+  const key = importKey(read)
+  return typeof key === "string" ? undefined : key
+}

@@ -20,7 +20,7 @@ import {
   timingSafeEqual
 } from "./port.js"
 import { toBase64Url } from "./encoding.js"
-import { readPublicKey } from "./keys.js"
+import { publicKeyWith } from "./keys.js"
 
 type Crypto = typeof NodeCrypto
 
@@ -103,12 +103,7 @@ const make = (crypto: Crypto): CryptoPort => {
         return `not a valid public key: ${e instanceof Error ? e.message : String(e)}`
       }
     },
-    publicKeyFrom: (data) => {
-      const read = readPublicKey(data)
-      if (read === undefined || read.type === "other") return read
-      const key = self.importKey(read)
-      return typeof key === "string" ? undefined : key
-    },
+    publicKeyFrom: (data) => publicKeyWith(self.importKey)(data),
     verify: (key: PublicKey, scheme: SignatureScheme, message: Uint8Array, signature: Uint8Array): boolean => {
       const k = keyObjectOf(key)
       if (k === undefined) return false

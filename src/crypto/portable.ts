@@ -18,7 +18,7 @@ import { hmac } from "@noble/hashes/hmac.js"
 import { sha1 } from "@noble/hashes/legacy.js"
 import { sha256, sha384, sha512 } from "@noble/hashes/sha2.js"
 import { concat, portableLatin1, toBase64Url, utf8Bytes } from "./encoding.js"
-import { readPublicKey } from "./keys.js"
+import { publicKeyWith } from "./keys.js"
 import { nobleVerifyDigest, pointOf } from "./noble.js"
 import {
   type CryptoPort,
@@ -163,12 +163,7 @@ const make = (): CryptoPort => {
       if (n.type === "ec" && pointOf(n.curve, concat(Uint8Array.of(4), n.x, n.y)) === undefined) return `not a valid public key: the point is not on ${n.curve}`
       return n
     },
-    publicKeyFrom: (data) => {
-      const read = readPublicKey(data)
-      if (read === undefined || read.type === "other") return read
-      const key = self.importKey(read)
-      return typeof key === "string" ? undefined : key
-    },
+    publicKeyFrom: (data) => publicKeyWith(self.importKey)(data),
     verify: (key: PublicKey, scheme: SignatureScheme, message: Uint8Array, signature: Uint8Array): boolean => {
       if (scheme.alg === "ecdsa") return key.type === "ec" && nobleVerifyDigest(key, digest(scheme.hash, message), signature, scheme.encoding === "p1363" ? "compact" : "der")
       if (key.type !== "rsa") return false

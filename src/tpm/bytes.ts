@@ -7,7 +7,7 @@
  * and the hot path pays no per-read allocation.
  */
 import { Either } from "effect"
-import { base64Bytes, hexBytes, toBase64 as base64Of, toHex as hexOf } from "../crypto/encoding.js"
+import { base64Bytes, concat, hexBytes, toBase64 as base64Of, toHex as hexOf } from "../crypto/encoding.js"
 import { timingSafeEqual } from "../crypto/port.js"
 import { TpmParseError } from "./errors.js"
 
@@ -222,17 +222,7 @@ export class Writer {
   }
 }
 
-export const concatBytes = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  let n = 0
-  for (const p of parts) n += p.length
-  const out = new Uint8Array(n)
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
+export const concatBytes: (...parts: ReadonlyArray<Uint8Array>) => Uint8Array = concat
 
 /** Constant-time for equal lengths (secrets, HMACs, nonces); lengths are not secret. */
 export const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => timingSafeEqual(a, b)

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -29,7 +29,7 @@ import { launchChromium } from "../support/chromium.js"
 import { needsChromium } from "../support/requirements.js"
 import { readVector, readVectorText } from "../support/vectors.js"
 import { milanReport, milanVcek } from "../tee/support.js"
-import { makeTestPki, removePki } from "./harness.js"
+import { makeTestPki, removePki, startDashboard } from "./harness.js"
 
 const root = resolve(__dirname, "../..")
 const offline = pathToFileURL(join(root, "dist/attest-check.html")).href
@@ -222,27 +222,3 @@ describe.skipIf(!available)("check it yourself, in headless Chromium", () => {
       })
     }), 600_000)
 })
-
-/** The bundled `attest dashboard` as a child process, and the URL it prints (waits up to 120 s). */
-const startDashboard = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.promise(() =>
-      new Promise<{ child: ChildProcess; url: string }>((done, reject) => {
-        const child = spawn(process.execPath, [join(root, "dist/cli/attest.js"), "dashboard", ...args], { cwd: root, env: { ...process.env, ...env } })
-        let out = ""
-        let err = ""
-        const timer = setTimeout(() => reject(new Error(`no URL within 120 s; stdout: ${out} stderr: ${err}`)), 120_000)
-        child.stderr!.on("data", (d: Buffer) => (err += d.toString()))
-        child.stdout!.on("data", (d: Buffer) => {
-          out += d.toString()
-          const m = /attest dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)
-          if (m) {
-            clearTimeout(timer)
-            done({ child, url: m[1]! })
-          }
-        })
-        child.once("exit", (code) => reject(new Error(`exited ${code}; stdout: ${out} stderr: ${err}`)))
-      })
-    ),
-    ({ child }) => Effect.sync(() => child.kill("SIGTERM"))
-  )
