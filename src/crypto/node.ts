@@ -10,12 +10,14 @@ import type * as NodeCrypto from "node:crypto"
 import { nobleVerifyDigest } from "./noble.js"
 import {
   type CryptoPort,
-  type Curve,
+  type EcPublicKey,
+  HASH_SIZES,
   type HashAlg,
   type Hasher,
   type KeyComponents,
   normaliseComponents,
   type PublicKey,
+  type RsaPublicKey,
   type SignatureScheme,
   timingSafeEqual
 } from "./port.js"
@@ -33,7 +35,9 @@ const load = (): Crypto | undefined => {
   }
 }
 
-const CURVE_NAMES: Readonly<Record<Curve, string>> = { "P-256": "P-256", "P-384": "P-384", "P-521": "P-521", secp256k1: "secp256k1" }
+/** The key as node imports it (JWK `crv` names are the port's curve names). */
+const jwkOf = (key: RsaPublicKey | EcPublicKey): NodeCrypto.JsonWebKey =>
+  key.type === "rsa" ? { kty: "RSA", n: toBase64Url(key.n), e: toBase64Url(key.e) } : { kty: "EC", crv: key.curve, x: toBase64Url(key.x), y: toBase64Url(key.y) }
 
 const make = (crypto: Crypto): CryptoPort => {
   const keyObjects = new WeakMap<PublicKey, NodeCrypto.KeyObject>()
@@ -42,12 +46,7 @@ const make = (crypto: Crypto): CryptoPort => {
     let k = keyObjects.get(key)
     if (k === undefined && key.type !== "other") {
       try {
-        k = crypto.createPublicKey({
-          key: key.type === "rsa"
-            ? { kty: "RSA", n: toBase64Url(key.n), e: toBase64Url(key.e) }
-            : { kty: "EC", crv: CURVE_NAMES[key.curve], x: toBase64Url(key.x), y: toBase64Url(key.y) },
-          format: "jwk"
-        })
+        k = crypto.createPublicKey({ key: jwkOf(key), format: "jwk" })
       } catch {
         return undefined
       }
@@ -74,14 +73,14 @@ const make = (crypto: Crypto): CryptoPort => {
     digestLatin1,
     hasher: (alg): Hasher => {
       const h = crypto.createHash(alg)
-      const self: Hasher = {
+      const hasher: Hasher = {
         update: (data) => {
           h.update(data)
-          return self
+          return hasher
         },
         digest: () => new Uint8Array(h.digest())
       }
-      return self
+      return hasher
     },
     hmac: (alg, key, ...data) => {
       const h = crypto.createHmac(alg, key)
@@ -92,12 +91,7 @@ const make = (crypto: Crypto): CryptoPort => {
       const n = normaliseComponents(c)
       if (typeof n === "string") return n
       try {
-        keyObjects.set(n, crypto.createPublicKey({
-          key: n.type === "rsa"
-            ? { kty: "RSA", n: toBase64Url(n.n), e: toBase64Url(n.e) }
-            : { kty: "EC", crv: CURVE_NAMES[n.curve], x: toBase64Url(n.x), y: toBase64Url(n.y) },
-          format: "jwk"
-        }))
+        keyObjects.set(n, crypto.createPublicKey({ key: jwkOf(n), format: "jwk" }))
         return n
       } catch (e) {
         return `not a valid public key: ${e instanceof Error ? e.message : String(e)}`
@@ -115,7 +109,7 @@ const make = (crypto: Crypto): CryptoPort => {
         if (key.type !== "rsa") return false
         if (scheme.alg === "rsa-pkcs1") return crypto.verify(scheme.hash, message, k, signature)
         const pss = (saltLength: number) => crypto.verify(scheme.hash, message, { key: k, padding: crypto.constants.RSA_PKCS1_PSS_PADDING, saltLength }, signature)
-        return scheme.saltLength === "any" ? pss(digestSizeOf(scheme.hash)) || pss(crypto.constants.RSA_PSS_SALTLEN_AUTO) : pss(scheme.saltLength)
+        return scheme.saltLength === "any" ? pss(HASH_SIZES[scheme.hash]) || pss(crypto.constants.RSA_PSS_SALTLEN_AUTO) : pss(scheme.saltLength)
       } catch {
         return false
       }
@@ -136,9 +130,6 @@ const make = (crypto: Crypto): CryptoPort => {
   }
   return self
 }
-
-const SIZES: Readonly<Record<HashAlg, number>> = { sha1: 20, sha256: 32, sha384: 48, sha512: 64 }
-const digestSizeOf = (h: HashAlg): number => SIZES[h]
 
 let port: CryptoPort | null | undefined
 

@@ -147,14 +147,14 @@ const make = (): CryptoPort => {
     digestLatin1: (alg, data) => portableLatin1(HASHES[alg](data)),
     hasher: (alg) => {
       const h = HASHES[alg].create()
-      const self = {
+      const hasher = {
         update: (data: Uint8Array) => {
           h.update(data)
-          return self
+          return hasher
         },
         digest: () => h.digest()
       }
-      return self
+      return hasher
     },
     hmac: (alg, key, ...data) => hmac(HASHES[alg], key, data.length === 1 ? data[0]! : concat(...data)),
     importKey: (c: KeyComponents) => {

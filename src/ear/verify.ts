@@ -94,4 +94,5 @@ export const verifyEarPromise = async (token: string, keys: ReadonlyArray<EarVer
 
 /** Checks the signature and decodes the claims. */
 export const verifyEar = (token: string, keys: ReadonlyArray<EarVerificationKey>): Effect.Effect<VerifiedEar, EarError> =>
+  // verifyEarPromise never rejects: every failure is a Left
   Effect.flatten(Effect.promise(() => verifyEarPromise(token, keys)))

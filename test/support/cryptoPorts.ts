@@ -5,7 +5,6 @@
  * call with its RSA checks answered (with node it is `f()`; the portable port asks WebCrypto).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
 import { nodeCryptoPort } from "../../src/crypto/node.js"
 import { cryptoPort, settleSignatures, useCrypto } from "../../src/crypto/active.js"
 import type { CryptoPort } from "../../src/crypto/port.js"
@@ -35,6 +34,3 @@ export const eachCryptoPort = (name: string, body: (port: CryptoPort) => void): 
 
 /** An engine call with every signature check answered (a Promise). */
 export const settled = <A>(f: () => A): Promise<A> => settleSignatures(f)
-
-/** The same, as an Effect (for it.effect tests). */
-export const settledEffect = <A>(f: () => A): Effect.Effect<A> => Effect.promise(() => settleSignatures(f))
