@@ -9,6 +9,7 @@
 #                          packaging/systemd
 # This file wires them: store paths, the TOML file, and what the settings imply (state
 # directories, a capability for a port below 1024, the TPM device of the TCTI).
+# Needs nixpkgs 25.05 or later (types.pathWith).
 { self }:
 { config, lib, pkgs, utils, ... }:
 let
@@ -100,7 +101,7 @@ let
     let
       cfg = cfgOf name;
       s = cfg.settings;
-      file = configFile name unit.section s;
+      file = configFile unit.command unit.section s;
       # directories it writes: the outermost of those the settings name
       paths = lib.unique (lib.filter (lib.hasPrefix "/") (map (o: s.${o}) unit.writable));
       outermost = lib.filter (p: !(lib.any (q: q != p && lib.hasPrefix "${q}/" p) paths)) paths;

@@ -22,7 +22,7 @@ pkgs.testers.runNixOSTest {
 
   testScript = ''
     uuid = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"  # the [agent] uuid's default
-    tenant = "attest tenant --config /etc/attest/tenant.toml"
+    config = "--config /etc/attest/tenant.toml"
 
     start_all()
 
@@ -36,12 +36,12 @@ pkgs.testers.runNixOSTest {
         machine.wait_for_open_port(9002)
 
     with subtest("the agent registered with the registrar through the TPM device"):
-        machine.wait_until_succeeds(f"{tenant} reglist | grep {uuid}", timeout=180)
+        machine.wait_until_succeeds(f"attest tenant reglist {config} | grep {uuid}", timeout=180)
 
     with subtest("the verifier attests the agent: quotes, the IMA list and the boot log read"):
         # swtpm's EK certificate is not in an EK trust store here
-        machine.succeed(f"ATTEST_TENANT_REQUIRE_EK_CERT=false {tenant} add --uuid {uuid}")
-        machine.wait_until_succeeds(f"{tenant} status --uuid {uuid} | grep 'Get Quote'", timeout=180)
+        machine.succeed(f"ATTEST_TENANT_REQUIRE_EK_CERT=false attest tenant add --uuid {uuid} {config}")
+        machine.wait_until_succeeds(f"attest tenant status --uuid {uuid} {config} | grep 'Get Quote'", timeout=180)
 
     with subtest("systemd's exposure score of each unit stays where the hardening puts it"):
         # scores measured with `systemd-analyze security --offline` on packaging/systemd: 1.2 (servers), 1.9 (agents)
