@@ -299,6 +299,21 @@ in
       default = "default";
       description = "P-256 private key (PEM) signing EAR attestation results: default (ear-signing-key.pem in the TLS directory, generated when missing) or a path";
     };
+    client_header_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 10;
+      description = "seconds a client has to finish its TLS handshake, and then to send its request headers; a slower one is closed (408)";
+    };
+    client_request_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 60;
+      description = "seconds a client has to send its whole request, headers and body (408 after); raise it to upload very large policies over a slow link";
+    };
+    keep_alive_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 5;
+      description = "seconds an idle keep-alive connection is kept open";
+    };
   };
   registrar = {
     ip = lib.mkOption {
@@ -405,6 +420,21 @@ in
       type = t.port;
       default = 9890;
       description = "port of the metrics listener; 0 turns it off";
+    };
+    client_header_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 10;
+      description = "seconds a client has to finish its TLS handshake, and then to send its request headers; a slower one is closed (408)";
+    };
+    client_request_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 60;
+      description = "seconds a client has to send its whole request, headers and body (408 after); raise it to upload very large policies over a slow link";
+    };
+    keep_alive_timeout = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 5;
+      description = "seconds an idle keep-alive connection is kept open";
     };
   };
   tenant = {

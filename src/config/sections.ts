@@ -3,6 +3,7 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
+import { listenerTimeoutOptions } from "./listenerOptions.js"
 import { literalList } from "./literalList.js"
 import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
 import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
@@ -88,7 +89,9 @@ export const verifierSection = {
   max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
   policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 }),
   // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
-  ...verifierOperationsOptions
+  ...verifierOperationsOptions,
+  // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---
+  ...listenerTimeoutOptions
 } as const satisfies SectionSpec
 
 export const registrarSection = {
@@ -101,7 +104,9 @@ export const registrarSection = {
   tpm_identity: literal(["default", "ek_cert", "iak_idevid", "ek_cert_or_iak_idevid"], "default", "which TPM identity registration requires"),
   max_body_size: integer(1_048_576, "largest accepted request body in bytes", { min: 1024 }),
   // --- operations: logs, traces, metrics listener (src/config/operationsOptions.ts) ---
-  ...registrarOperationsOptions
+  ...registrarOperationsOptions,
+  // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---
+  ...listenerTimeoutOptions
 } as const satisfies SectionSpec
 
 export const tenantSection = {
