@@ -135,11 +135,6 @@ const DIFFERENCES: Readonly<Record<string, Difference>> = {
       failures: [{ type: "qoute_validation.quote_validation", context: { message: "Quote data validation", error: expect.stringMatching(/^the AK cannot verify quotes: the AK is not a restricted signing key/) } }]
     })
   },
-  "ver-evidence-type-tee": {
-    reason: "TEE failure types are under `tee.` (Keylime: `tee_attestation.`), the same ids after the prefix (docs/architecture.md, SEV-SNP departures)",
-    text: /^Bad Request$/,
-    results: (t) => ({ ...t, failures: t.failures.map((f: any) => ({ ...f, type: f.type.replace(/^tee_attestation\./, "tee.") })) })
-  },
   "ver-evidence-malformed": { reason: EMPTY_BODY, text: /^Malformed JSON body: / },
   "ver-evidence-get": { reason: NO_METHOD, text: /^Method Not Allowed: GET is not served on \/v2\.6\/verify\/evidence \(allowed: POST\)$/ },
   "ver-stop-empty-json-body": {

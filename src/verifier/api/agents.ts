@@ -38,7 +38,7 @@ export class VerifierAgentsGroup extends HttpApiGroup.make("agents")
       .addSuccess(Envelope(AgentListResults))
       .annotate(
         OpenApi.Summary,
-        "List agent ids as `uuids` (1-element lists); `?verifier=<id>` keeps one verifier's agents; `?bulk=true` answers every agent's status by id (admin)"
+        "List agent ids as `uuids` (1-element lists); `?verifier=<id>` keeps one verifier's agents (empty: all); `?bulk` (any value, Keylime's tenant sends `True`) answers every agent's status by id (admin)"
       )
   )
   .add(
