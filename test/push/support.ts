@@ -6,6 +6,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import type * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
@@ -23,6 +24,7 @@ import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "..
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
+import type { DatabaseOptions } from "../../layers/Sql.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
 import { validBody, verifierLayer } from "../verifier/support.js"
 
@@ -38,7 +40,19 @@ export interface PushEnv {
   readonly url: string
   readonly ca: string
   readonly admin: ClientTls
-  readonly request: (method: string, path: string, o?: { readonly body?: unknown; readonly token?: string; readonly admin?: boolean; readonly contentType?: string; readonly authorization?: string }) => Effect.Effect<Reply>
+  readonly request: (
+    method: string,
+    path: string,
+    o?: {
+      readonly body?: unknown
+      readonly token?: string
+      readonly admin?: boolean
+      readonly contentType?: string
+      readonly authorization?: string
+      /** A kept-alive connection of the caller's own (e.g. bound to another local address). */
+      readonly agent?: https.Agent
+    }
+  ) => Effect.Effect<Reply>
 }
 export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, PushEnv>() {}
 
@@ -47,11 +61,14 @@ export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, Pu
  * services (Agents, repositories, SqlClient) beside it for the tests' own steps (enrolment, SQL).
  */
 export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptions> = {}, server: { readonly maxBodyBytes?: number } = {}) =>
+  Layer.unwrapScoped(Effect.map(testDatabase(backend), (db) => pushVerifierOn(db, config, server)))
+
+/** The same on a database given (two of them on one database are two verifier processes sharing it). */
+export const pushVerifierOn = (db: DatabaseOptions, config: Partial<VerifierOptions> = {}, server: { readonly maxBodyBytes?: number } = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const work = yield* Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "attest-push-"))), (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true })))
     const caDir = join(work, "cv_ca")
     const section = sectionDefaults(verifierSection, { ca_dir: caDir, port: 0 })
-    const db = yield* testDatabase(backend)
     const domain = verifierLayer(db, { quote_interval: 1, ...config })
     const env = Layer.effect(
       PushTestEnv,
@@ -65,6 +82,7 @@ export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptio
             baseUrl: url,
             path,
             tls: o.admin === true ? admin : { ca },
+            ...(o.agent === undefined ? {} : { agent: o.agent }),
             headers: {
               ...(o.body === undefined ? {} : { "content-type": o.contentType ?? JSON_API_MEDIA_TYPE }),
               ...(o.token === undefined ? {} : { authorization: `Bearer ${o.token}` }),
@@ -129,7 +147,7 @@ export const policyOfMachine = (list: string): string => {
   })
 }
 
-/** Enrols the simulated agent (admin's step) with a runtime policy of its current IMA list (and `extra` fields of the body). */
+/** Enrols the simulated agent as a push agent (admin's step) with a runtime policy of its current IMA list (and `extra` fields of the body). */
 export const enrol = (agentId: string, extra: Readonly<Record<string, unknown>> = {}) =>
   Effect.gen(function*() {
     const sim = yield* SimAgent
@@ -141,6 +159,7 @@ export const enrol = (agentId: string, extra: Readonly<Record<string, unknown>> 
       runtime_policy: b64(policyOfMachine(list)),
       accept_tpm_hash_algs: ["sha256"],
       accept_tpm_signing_algs: ["rsassa"],
+      attestation_model: "push",
       ...extra
     }))
   })

@@ -32,7 +32,7 @@ describe.each(backends)("push agent on swtpm, verifier on %s", (backend, availab
       const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
       const source = yield* MeasurementSource
       const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
-      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" })
       const options = {
         agentId: AGENT,
         dataDir,
