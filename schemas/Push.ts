@@ -19,7 +19,7 @@ export const B64 = Schema.String.pipe(
 /** A session's agent id: given (Keylime's "is required"), then an agent id as on every route. */
 const SessionAgentId = Schema.String.pipe(
   Schema.minLength(1, { message: () => "is required" }),
-  Schema.filter((s) => isAgentId(s), { message: () => `is not valid: ${AGENT_ID_RULE}` })
+  Schema.filter((s) => isAgentId(s), { message: () => `is not valid: an agent id ${AGENT_ID_RULE}` })
 )
 
 export const AuthenticationMethod = Schema.Struct({

@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
-import { capabilitiesOf, collectEvidence, popProof } from "../../src/push-agent/evidence.js"
+import { capabilitiesOf, collectEvidence } from "../../src/push-agent/evidence.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { Attestations } from "../../src/verifier/push/Attestations.js"
 import { Liveness } from "../../src/verifier/push/Liveness.js"
@@ -22,7 +22,7 @@ import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
 import type { DatabaseOptions } from "../../layers/Sql.js"
 import { verifierLayer } from "../verifier/support.js"
-import { enrol, SimAgent, simulatedAgent } from "./support.js"
+import { enrol, proveSession, SimAgent, simulatedAgent } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
 const domain = (db: DatabaseOptions, config: Parameters<typeof verifierLayer>[1] = {}) =>
@@ -125,12 +125,9 @@ describe("push liveness and time", () => {
       const db = yield* testDatabase(backend)
       yield* Effect.gen(function*() {
         yield* enrol(AGENT)
-        const sim = yield* SimAgent
         const sessions = yield* Sessions
         const methods = [{ authentication_class: "pop", authentication_type: "tpm_pop" }]
-        const s = yield* sessions.create({ agentId: AGENT, methods, clientAddress: "127.0.0.1" })
-        const proof = yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge))
-        const proved = yield* sessions.prove({ sessionId: s.session_id, agentId: AGENT, proof, clientAddress: "127.0.0.1" })
+        const proved = yield* proveSession(AGENT)
         expect(proved._tag).toEqual("Pass")
         const token = (proved as { token: string }).token
         yield* TestClock.adjust(Duration.seconds(179))
@@ -154,10 +151,7 @@ describe("push liveness and time", () => {
         expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.0.1" })).agent_id).toEqual(AGENT)
 
         // 15 tokens per agent per 60 s: only its own proofs count (one was issued above, outside the window now)
-        const prove = Effect.gen(function*() {
-          const c = yield* sessions.create({ agentId: AGENT, methods, clientAddress: "127.0.0.1" })
-          return yield* sessions.prove({ sessionId: c.session_id, agentId: AGENT, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, c.challenge)), clientAddress: "127.0.0.1" })
-        })
+        const prove = proveSession(AGENT)
         for (let i = 0; i < 15; i++) expect((yield* prove)._tag).toEqual("Pass")
         expect(yield* Effect.flip(prove)).toMatchObject({ _tag: "SessionRateLimited", scope: "agent", retryAfterSeconds: 60 })
         yield* TestClock.adjust(Duration.seconds(60))

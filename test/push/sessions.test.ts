@@ -11,21 +11,18 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Option, Ref, TestClock } from "effect"
+import { Duration, Effect, Fiber, Layer, Ref, TestClock } from "effect"
 import * as https from "node:https"
 import { join } from "node:path"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { popProof } from "../../src/push-agent/evidence.js"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { SESSION_BODY_MAX_BYTES } from "../../src/verifier/push/Http.js"
 import { PushDomainLive } from "../../src/verifier/push/Server.js"
-import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { tempDir } from "../agent/support.js"
 import { testDatabase } from "../support/db.js"
 import { backends, validBody, verifierLayer } from "../verifier/support.js"
-import { b64, enrol, policyOfMachine, PushTestEnv, pushVerifier, SimAgent, simulatedAgent } from "./support.js"
+import { b64, enrol, enrolledPushAgent, proveSession, PushTestEnv, pushVerifier, SimAgent, simulatedAgent } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00022"
 const POP = [{ authentication_class: "pop", authentication_type: "tpm_pop" }]
@@ -44,17 +41,7 @@ describe.each(backends)("push sessions on %s", (backend, available) => {
     Effect.gen(function*() {
       const env = yield* PushTestEnv
       const dir = yield* tempDir("attest-push-lockout-")
-      const dataDir = join(dir, "agent")
-      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
-      const list = Option.getOrThrow(yield* Effect.orDie((yield* MeasurementSource).imaList(0))).list
-      yield* (yield* Agents).add(AGENT, {
-        ...validBody(),
-        ak_tpm: b64(identity.ak.public),
-        runtime_policy: b64(policyOfMachine(list)),
-        accept_tpm_hash_algs: ["sha256"],
-        accept_tpm_signing_algs: ["rsassa"],
-        attestation_model: "push"
-      })
+      const options = yield* enrolledPushAgent(AGENT, join(dir, "agent"))
 
       // the attacker: another client (its own address), a session in the agent's name every 10 ms,
       // each answered with a forged proof, for as long as the agent runs
@@ -80,17 +67,7 @@ describe.each(backends)("push sessions on %s", (backend, available) => {
       while ((yield* Ref.get(seen)).createLimited === 0 && Date.now() - started < 60_000) yield* Effect.sleep("50 millis")
 
       const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
-      const final = yield* runPushAgent({
-        agentId: AGENT,
-        dataDir,
-        contactIp: "127.0.0.1",
-        contactPort: 9002,
-        verifierUrl: env.url,
-        verifierCa: env.ca,
-        attestationIntervalSeconds: 1,
-        backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false },
-        cycles: 3
-      }, stats).pipe(
+      const final = yield* runPushAgent({ ...options, cycles: 3 }, stats).pipe(
         Effect.provide(NodeHttpClient.layerUndici),
         // locked out, the agent would wait Retry-After (60 s) again and again
         Effect.timeoutFail({ duration: "90 seconds", onTimeout: () => new Error("the push agent did not finish its 3 cycles within 90 s") })
@@ -112,8 +89,8 @@ describe.each(backends)("push sessions on %s", (backend, available) => {
       const detail = (r: { readonly status: number; readonly json: any }) => [r.status, r.json?.errors?.[0]?.detail]
 
       // a huge id is not parsed (a session document is small); a long or odd id is refused naming the rule
-      expect(detail(yield* post("x".repeat(100 * 1024)))).toEqual([413, `Request body too large: a session document is at most ${SESSION_BODY_MAX_BYTES} bytes`])
-      const rule = "agent_id is not valid: an agent id must be 1-255 characters of letters, digits, '-', '_' or '.'"
+      expect(detail(yield* post("x".repeat(100 * 1024)))).toEqual([413, `Request body exceeds the limit of ${SESSION_BODY_MAX_BYTES} bytes`])
+      const rule = "agent_id not valid: an agent id must be 1-255 characters of letters, digits, '-', '_' or '.'"
       expect(detail(yield* post("a".repeat(256)))).toEqual([400, rule])
       expect(detail(yield* post("bad id!"))).toEqual([400, rule])
       expect(detail(yield* post(""))).toEqual([400, "agent_id is required"])
@@ -157,12 +134,7 @@ describe.each(backends)("push sessions on %s", (backend, available) => {
       const db = yield* testDatabase(backend)
       yield* Effect.gen(function*() {
         yield* enrol(AGENT)
-        const sim = yield* SimAgent
-        const sessions = yield* Sessions
-        const prove = Effect.gen(function*() {
-          const s = yield* sessions.create({ agentId: AGENT, methods: POP, clientAddress: "127.0.0.1" })
-          return yield* sessions.prove({ sessionId: s.session_id, agentId: AGENT, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge)), clientAddress: "127.0.0.1" })
-        })
+        const prove = proveSession(AGENT)
         // two tokens at 0 s, the first replaced by the second; both expire at 180 s
         expect([(yield* prove)._tag, (yield* prove)._tag]).toEqual(["Pass", "Pass"])
         expect(yield* sessionRows).toEqual([[AGENT, false], [AGENT, true]])

@@ -20,7 +20,10 @@ import { verifierSection } from "../../src/config/sections.js"
 import { type ClientTls, rawRequest } from "../../src/http/client.js"
 import { JSON_API_MEDIA_TYPE } from "../../src/http/jsonapi.js"
 import { CA_FILES } from "../../src/pki/ca.js"
+import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "../../src/push-agent/evidence.js"
+import type { PushAgentOptions } from "../../src/push-agent/PushAgent.js"
+import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
@@ -210,4 +213,43 @@ export const verdict = (agentId: string) =>
       if (latest.json?.data?.attributes?.stage === "verification_complete" || Date.now() - started > 60_000) return latest
       yield* Effect.sleep("50 millis")
     }
+  })
+
+/**
+ * The push agent program's identity made in `dataDir` (on the TPM in context), enrolled as a push
+ * agent with its AK and a runtime policy of its machine; runPushAgent's options against the test
+ * verifier (attesting every second, short backoff).
+ */
+export const enrolledPushAgent = (agentId: string, dataDir: string) =>
+  Effect.gen(function*() {
+    const env = yield* PushTestEnv
+    const identity = yield* establishTpmIdentity({ agentId, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+    const list = Option.getOrThrow(yield* Effect.orDie((yield* MeasurementSource).imaList(0))).list
+    yield* Effect.orDie((yield* Agents).add(agentId, {
+      ...validBody(),
+      ak_tpm: b64(identity.ak.public),
+      runtime_policy: b64(policyOfMachine(list)),
+      accept_tpm_hash_algs: ["sha256"],
+      accept_tpm_signing_algs: ["rsassa"],
+      attestation_model: "push"
+    }))
+    return {
+      agentId,
+      dataDir,
+      contactIp: "127.0.0.1",
+      contactPort: 9002,
+      verifierUrl: env.url,
+      verifierCa: env.ca,
+      attestationIntervalSeconds: 1,
+      backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+    } satisfies PushAgentOptions
+  })
+
+/** A PoP session of the simulated agent through the Sessions service (no HTTP): created from `clientAddress`, then proved. */
+export const proveSession = (agentId: string, clientAddress = "127.0.0.1") =>
+  Effect.gen(function*() {
+    const sim = yield* SimAgent
+    const sessions = yield* Sessions
+    const s = yield* sessions.create({ agentId, methods: [{ authentication_class: "pop", authentication_type: "tpm_pop" }], clientAddress })
+    return yield* sessions.prove({ sessionId: s.session_id, agentId, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge)), clientAddress })
   })

@@ -20,7 +20,8 @@ import { attestationResource, evidenceAcceptedDocument, evidenceRequestedDocumen
 import { Sessions } from "./Sessions.js"
 import { TokenText, tokenRefusalText } from "./auth.js"
 import { parseBearer } from "../../http/identity.js"
-import { AGENT_ID_RULE } from "../../../schemas/Common.js"
+import { StatusText } from "../../../schemas/Envelope.js"
+import { VerifierText } from "../texts.js"
 import { isoMicros } from "./time.js"
 import { VerifierApi } from "../Api.js"
 import { EarIssuer } from "../earIssuer.js"
@@ -149,12 +150,12 @@ export const SESSION_BODY_MAX_BYTES = 65_536
 /** A session document that could not be read: too large, or refused by push/documents.ts. */
 type SessionBodyRefusal = DocumentRefusal | { readonly _tag: "TooLarge" }
 
-/** Keylime's texts for a session's agent id (missing), attest's for one that is not an agent id. */
+/** Keylime's text for a session's missing agent id; for one that is not an agent id, the v2 routes' text. */
 const agentIdText = (r: DocumentRefusal): string | undefined => {
   if (r._tag !== "Invalid") return undefined
   const e = r.errors.find((x) => x.source?.pointer === "/data/attributes/agent_id")
   if (e === undefined) return undefined
-  return e.detail.includes("is required") ? "agent_id is required" : `agent_id is not valid: an agent id ${AGENT_ID_RULE}`
+  return e.detail.includes("is required") ? "agent_id is required" : VerifierText.badAgentId
 }
 
 /** 429 with Retry-After: Keylime's texts for creations per address and tokens per agent, attest's for failed proofs. */
@@ -214,11 +215,11 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           return Either.left<SessionBodyRefusal>({ _tag: "TooLarge" })
         }
         const media = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
-        return readDocument(schema, "session", SessionMediaTypes.includes(media) ? "application/vnd.api+json" : media, text) as Either.Either<A, SessionBodyRefusal>
+        return Either.mapLeft(readDocument(schema, "session", SessionMediaTypes.includes(media) ? "application/vnd.api+json" : media, text), (r): SessionBodyRefusal => r)
       })
     /** The 4xx of a session document that could not be read. */
     const sessionBodyRefusal = (r: SessionBodyRefusal) => {
-      if (r._tag === "TooLarge") return titled(413, `Request body too large: a session document is at most ${SESSION_BODY_MAX_BYTES} bytes`)
+      if (r._tag === "TooLarge") return titled(413, StatusText.tooLarge(SESSION_BODY_MAX_BYTES))
       const idText = agentIdText(r)
       return idText !== undefined ? titled(400, idText) : refusalResponse(r)
     }
