@@ -64,6 +64,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const sessions = yield* Sessions
     const liveness = yield* Liveness
     const config = yield* VerifierConfig
+    const clock = yield* Effect.clock
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const handoffs = makeHandoffs()
@@ -82,16 +83,14 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
      * statements). The session must still authenticate the agent at `now`.
      */
     const contextOf = (agentId: string, from: Pick<AttestationStatements, "attestationContext"> = repo, sessionId?: string) =>
-      Effect.flatMap(from.attestationContext(agentId, sessionId), (found) =>
-        Effect.gen(function*() {
-          if (Option.isNone(found)) return yield* new PushAgentNotFound({ agentId })
-          if (sessionId !== undefined) yield* inSession(agentId, found.value, yield* Clock.currentTimeMillis)
-          return found.value
-        }))
-    const inSession = (agentId: string, context: AttestationContext, now: number) => {
-      const refusal = Option.isNone(context.session) ? new TokenRefused({ reason: "unknown" }) : sessionRefusal(context.session.value, agentId, now)
-      return refusal === undefined ? Effect.void : Effect.fail(refusal)
-    }
+      Effect.flatMap(from.attestationContext(agentId, sessionId), (found): Effect.Effect<AttestationContext, PushAgentNotFound | TokenRefused> => {
+        if (Option.isNone(found)) return Effect.fail(new PushAgentNotFound({ agentId }))
+        const refusal = sessionId === undefined ? undefined : refusalOf(agentId, found.value, clock.unsafeCurrentTimeMillis())
+        return refusal === undefined ? Effect.succeed(found.value) : Effect.fail(refusal)
+      })
+    /** Why the request's session, as the context read it, no longer authenticates the agent at `now`. */
+    const refusalOf = (agentId: string, context: AttestationContext, now: number) =>
+      Option.isNone(context.session) ? new TokenRefused({ reason: "unknown" }) : sessionRefusal(context.session.value, agentId, now)
     /** An agent that is gone: when the request's session ended with it, the token's refusal says so. */
     const whyMissing = (sessionId: string | undefined) => (e: PushAgentNotFound) =>
       sessionId === undefined
