@@ -73,9 +73,9 @@ export const verifierSection = {
   extend_token_on_attestation: boolean(true, "push model: a passed attestation extends the agent's token by session_lifetime"),
   push_attestations_kept: integer(100, "push model: attestations kept per agent, its latest ones; older completed ones are deleted every minute (0 keeps all)", { min: 0 }),
   auto_recover_attestation_failures: boolean(false, "push model: a passed attestation clears earlier failures (else status stays FAIL until re-added)"),
-  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address may create per window", { min: 1 }),
+  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address (an IPv6 /64) may create per window, and failed proofs it may send", { min: 1 }),
   session_create_rate_limit_window_ip: seconds(60, "push model: window of session_create_rate_limit_per_ip (seconds)"),
-  session_create_rate_limit_per_agent: integer(15, "push model: sessions one agent id may create per window", { min: 1 }),
+  session_create_rate_limit_per_agent: integer(15, "push model: tokens one agent may obtain per window (only proofs made with its AK count: no one else can spend it)", { min: 1 }),
   session_create_rate_limit_window_agent: seconds(60, "push model: window of session_create_rate_limit_per_agent (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),

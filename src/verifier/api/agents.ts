@@ -20,7 +20,7 @@ import {
 import { VersionInfo } from "../../../schemas/Registrar.js"
 import { AgentCreateBody, AgentListQuery, AgentListResults, AnyAgentStatus } from "../../../schemas/Verifier.js"
 
-/** Any text: the handler checks the id (Keylime's "agent_id not not valid"). */
+/** Any text: the handler checks the id (400 "agent_id not valid: …", texts.ts badAgentId). */
 export const AgentPath = Schema.Struct({ agent_id: Schema.String })
 
 /** Public, unversioned: the versions this verifier serves. */
