@@ -202,7 +202,7 @@ in
     session_create_rate_limit_per_ip = lib.mkOption {
       type = t.ints.positive;
       default = 50;
-      description = "push model: sessions one client address may create per window";
+      description = "push model: sessions one client address (an IPv6 /64) may create per window, and failed proofs it may send";
     };
     session_create_rate_limit_window_ip = lib.mkOption {
       type = t.numbers.nonnegative;
@@ -212,7 +212,7 @@ in
     session_create_rate_limit_per_agent = lib.mkOption {
       type = t.ints.positive;
       default = 15;
-      description = "push model: sessions one agent id may create per window";
+      description = "push model: tokens one agent may obtain per window (only proofs made with its AK count: no one else can spend it)";
     };
     session_create_rate_limit_window_agent = lib.mkOption {
       type = t.numbers.nonnegative;
