@@ -36,6 +36,16 @@
         default = self.packages.${pkgs.system}.attest;
       });
 
+      # services.attest.{registrar,verifier,agent,pushAgent} and programs.attest: nix/module.nix,
+      # its options generated from src/config/sections.ts (`npm run nix`).
+      nixosModules.default = import ./nix/module.nix { inherit self; };
+      nixosModules.attest = self.nixosModules.default;
+
+      # The module's NixOS VM test (needs KVM): nix build .#checks.x86_64-linux.nixos -L
+      checks = forAllSystems (pkgs: {
+        nixos = import ./nix/test.nix { inherit pkgs self; };
+      });
+
       devShells = forAllSystems (pkgs: {
         default = pkgs.mkShell {
           packages = with pkgs; [ nodejs_20 swtpm tpm2-tools postgresql ];

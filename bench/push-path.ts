@@ -2,7 +2,8 @@
  * The push attestation's own path in one process, without HTTP: the verifier's Attestations
  * service (phase 1, phase 2 and the background verdict) on a fresh SQLite file (or PostgreSQL with
  * `pg`), one simulated push agent with its AK and a runtime policy of its IMA list, a clock moved
- * 2.1 s per attestation (quote_interval 2 s). Figures: CPU of this process per phase 1 and per
+ * 2.1 s per attestation (quote_interval 2 s). Both phases run in the agent's PoP session, as over
+ * HTTP (the context read and the accept check it). Figures: CPU of this process per phase 1 and per
  * phase 2 with its verdict (process.cpuUsage around each call; the agent's own quote is not
  * counted), over the second half of the run. Baseline in the same run: the evaluator alone on the
  * agent's first evidence (bench/_pushBaseline.ts). Seconds per change instead of push-fleet's
@@ -11,9 +12,10 @@
  *   npm run bench -- push-path [attestations=2000] [sqlite|pg]
  */
 import { Clock, Effect, Layer, Logger, LogLevel, Option } from "effect"
-import { capabilitiesOf, collectEvidence } from "../src/push-agent/evidence.js"
+import { capabilitiesOf, collectEvidence, popProof } from "../src/push-agent/evidence.js"
 import { Attestations } from "../src/verifier/push/Attestations.js"
 import { PushDomainLive } from "../src/verifier/push/Server.js"
+import { Sessions } from "../src/verifier/push/Sessions.js"
 import { testDatabase } from "../test/support/db.js"
 import { enrol, policyOfMachine, SimAgent, simulatedAgent } from "../test/push/support.js"
 import { verifierLayer } from "../test/verifier/support.js"
@@ -44,9 +46,15 @@ const main = Effect.gen(function*() {
   const sim = yield* SimAgent
   // no token extension: a real agent's session is extended once per tenth of its lifetime, and this
   // one has no session, so every pass would write its token expiry
-  const domain = yield* Layer.build(PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 2, extend_token_on_attestation: false }))))
+  // (and a session that outlives the run's 2.1 s x N)
+  const domain = yield* Layer.build(PushDomainLive.pipe(Layer.provideMerge(verifierLayer(db, { quote_interval: 2, extend_token_on_attestation: false, session_lifetime: 10 * 365 * 86400 }))))
   yield* enrol(AGENT).pipe(Effect.provide(domain))
   const attestations = yield* Attestations.pipe(Effect.provide(domain))
+  const sessions = yield* Sessions.pipe(Effect.provide(domain))
+  const challenge = yield* sessions.create({ agentId: AGENT, methods: [{ authentication_class: "pop", authentication_type: "tpm_pop" }], clientAddress: "127.0.0.1" })
+  const proved = yield* sessions.prove({ sessionId: challenge.session_id, agentId: AGENT, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, challenge.challenge)), clientAddress: "127.0.0.1" })
+  if (proved._tag !== "Pass") return yield* Effect.dieMessage(`the bench agent's PoP failed: ${proved.detail}`)
+  const sessionId = proved.session.session_id
   const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
   let phase1 = 0
   let phase2 = 0
@@ -55,11 +63,11 @@ const main = Effect.gen(function*() {
   for (let i = 0; i < N; i++) {
     now += 2100
     const c0 = cpuMs()
-    const created = yield* attestations.create(AGENT, caps)
+    const created = yield* attestations.create(AGENT, caps, sessionId)
     const c1 = cpuMs()
     const evidence = yield* Effect.orDie(collectEvidence(sim.tpm, sim.id, sim.source, JSON.parse(created.evidence_requested)))
     const c2 = cpuMs()
-    yield* attestations.submit(AGENT, created.idx, evidence)
+    yield* attestations.submit(AGENT, created.idx, evidence, sessionId)
     yield* attestations.idle
     const c3 = cpuMs()
     if (i >= N - measured) {

@@ -1,6 +1,7 @@
 /**
  * Listeners of attest's servers: node HTTP/HTTPS servers with the one TLS policy
- * (src/http/tlsPolicy.ts), the clientError envelope hook, bounded keep-alive, and a ListenError
+ * (src/http/tlsPolicy.ts), the clientError envelope hook, bounded TLS handshake, headers, request
+ * and keep-alive (src/http/timeouts.ts: ListenerTimeouts in context, or its defaults), and a ListenError
  * naming the address when a port cannot be bound; and the HttpApi in context served on each of
  * them behind the request platform (src/http/platform.ts: body and JSON-depth limits, versions,
  * envelope, Retry-After).
@@ -37,6 +38,13 @@ import { envelopeUndeclared } from "../src/http/envelope.js"
 import type { Listener } from "../src/http/identity.js"
 import { formatAddress, serveNode } from "../src/http/listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "../src/http/platform.js"
+import {
+  DEFAULT_LISTENER_TIMEOUTS,
+  ListenerTimeouts,
+  type ListenerTimeoutsShape,
+  nodeServerTimeouts,
+  nodeTlsServerTimeouts
+} from "../src/http/timeouts.js"
 import { serverTlsPolicy } from "../src/http/tlsPolicy.js"
 import { ServerTls } from "./Tls.js"
 
@@ -55,23 +63,30 @@ export interface TlsFiles {
 
 export interface NodeServerOptions {
   readonly tls?: TlsFiles
-  /** Idle keep-alive connections are closed after this long (default 5 s). */
+  /** TLS handshake, headers, whole request and keep-alive bounds (default DEFAULT_LISTENER_TIMEOUTS). */
+  readonly timeouts?: ListenerTimeoutsShape
+  /** Idle keep-alive connections are closed after this long (default: the timeouts' keepAliveMs). */
   readonly keepAliveTimeoutMs?: number
 }
 
-/** A node HTTP or HTTPS server with the TLS policy and the clientError envelope hook. */
+/**
+ * A node HTTP or HTTPS server with the TLS policy, the clientError envelope hook and the bounds of
+ * src/http/timeouts.ts: a client that has not finished its TLS handshake or sent its headers in
+ * time, or its whole request, is closed, and so is an idle keep-alive connection.
+ */
 export const nodeServer = (options: NodeServerOptions = {}): http.Server => {
-  const keepAliveTimeout = options.keepAliveTimeoutMs ?? 5000
+  const base = options.timeouts ?? DEFAULT_LISTENER_TIMEOUTS
+  const timeouts = options.keepAliveTimeoutMs === undefined ? base : { ...base, keepAliveMs: options.keepAliveTimeoutMs }
   const tls = options.tls
   const server = tls === undefined
-    ? http.createServer({ keepAliveTimeout })
+    ? http.createServer(nodeServerTimeouts(timeouts))
     : https.createServer({
       key: tls.key,
       cert: tls.cert,
       ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }),
       requestCert: tls.clientCa !== undefined,
       rejectUnauthorized: tls.requireClientCertificate === true,
-      keepAliveTimeout,
+      ...nodeTlsServerTimeouts(timeouts),
       ...serverTlsPolicy
     })
   answerClientErrors(server)
@@ -133,9 +148,10 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
     const direct = yield* Effect.serviceOption(DirectRoutes)
+    const timeouts = yield* ListenerTimeouts
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
-      const node = nodeServer(l.tls === undefined ? {} : { tls: l.tls })
+      const node = nodeServer(l.tls === undefined ? { timeouts } : { tls: l.tls, timeouts })
       const server = yield* serveNode(l.name, node, { host: l.host, port: l.port })
       const listener: Listener = { name: l.name, tls: l.tls !== undefined }
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures

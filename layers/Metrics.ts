@@ -1,7 +1,8 @@
 /**
  * `GET /metrics` (Prometheus text format 0.0.4, src/ops/prometheus.ts) on a plain-HTTP listener of
  * its own, apart from the API listeners: no TLS, no client certificates, no envelope, so a
- * Prometheus server scrapes it as it scrapes anything else. It binds on `metrics_ip` (default
+ * Prometheus server scrapes it as it scrapes anything else. Slow clients are cut off as on every
+ * listener (the ListenerTimeouts in context: src/http/timeouts.ts). It binds on `metrics_ip` (default
  * 127.0.0.1: only this host) and is off when `metrics_port` is 0. A server adds it with one layer:
  *
  *   RegistrarServerLive(options).pipe(Layer.merge(MetricsServer.fromSection(section, "registrar-metrics")))
@@ -13,6 +14,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import type { AddressInfo } from "node:net"
 import { formatAddress, serveNode } from "../src/http/listen.js"
+import { ListenerTimeouts } from "../src/http/timeouts.js"
 import { PROMETHEUS_CONTENT_TYPE, scrapePrometheus } from "../src/ops/prometheus.js"
 import { nodeServer } from "./HttpServers.js"
 
@@ -42,7 +44,7 @@ const listen = (o: MetricsListenerOptions) =>
   Layer.scoped(
     MetricsEndpoint,
     Effect.gen(function*() {
-      const node = nodeServer()
+      const node = nodeServer({ timeouts: yield* ListenerTimeouts })
       const server = yield* serveNode(o.name, node, { host: o.host, port: o.port })
       // scrapes are not traced: one span per scrape would be most of a quiet server's traces
       yield* server.serve(metricsApp.pipe(Effect.withTracerEnabled(false)))

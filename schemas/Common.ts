@@ -7,9 +7,12 @@ import { ParseResult, Schema } from "effect"
 /** Letters, digits, `-`, `_` and `.`: what Keylime's validators accept, and what fits a URL path unescaped. */
 const AGENT_ID = /^[A-Za-z0-9._-]{1,255}$/
 
+/** The rule an agent id follows, in words (every refusal of an id says it). */
+export const AGENT_ID_RULE = "must be 1-255 characters of letters, digits, '-', '_' or '.'"
+
 export const AgentId = Schema.String.pipe(
   Schema.filter((s) => AGENT_ID.test(s), {
-    message: () => "agent id must be 1-255 characters of letters, digits, '-', '_' or '.'"
+    message: () => `agent id ${AGENT_ID_RULE}`
   }),
   Schema.brand("AgentId")
 ).annotations({ identifier: "AgentId" })

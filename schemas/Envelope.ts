@@ -90,6 +90,7 @@ export const StatusText = {
   malformedJson: (detail: string) => `Malformed JSON body: ${detail}`,
   tooLarge: (limit: number) => `Request body exceeds the limit of ${limit} bytes`,
   tooDeep: (limit: number) => `Malformed JSON body: nested deeper than ${limit} levels`,
+  unsupportedMediaType: (media: string) => `Unsupported Media Type: the request body must be JSON (application/json), not ${media}`,
   badRequestLine: (code: string) => `Bad Request: the request line or headers cannot be parsed (${code})`,
   headersTooLarge: "Request Header Fields Too Large",
   requestTimeout: "Request Timeout",

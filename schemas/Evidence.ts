@@ -111,7 +111,7 @@ const Spl = Schema.Int.pipe(Schema.between(0, 255))
 
 /**
  * attest's optional SEV-SNP appraisal policy (`data.snp_policy`; Keylime has none). Every rule given
- * is checked and each violated rule is one failure `tee.policy.<rule>`.
+ * is checked and each violated rule is one failure `tee_attestation.policy.<rule>`.
  */
 export const SnpPolicy = Schema.Struct({
   /** The launch measurement (hex, 48 bytes) must be one of these. */

@@ -6,6 +6,7 @@
  * `source.pointer`.
  */
 import { Schema } from "effect"
+import { AGENT_ID_RULE, isAgentId } from "./Common.js"
 
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 /** Standard base64 (the Rust agent's encoding of TPM structures and logs). */
@@ -14,6 +15,12 @@ export const B64 = Schema.String.pipe(
 )
 
 // --- sessions (§1.6) -----------------------------------------------------------------------------
+
+/** A session's agent id: given (Keylime's "is required"), then an agent id as on every route. */
+const SessionAgentId = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "is required" }),
+  Schema.filter((s) => isAgentId(s), { message: () => `is not valid: an agent id ${AGENT_ID_RULE}` })
+)
 
 export const AuthenticationMethod = Schema.Struct({
   authentication_class: Schema.String,
@@ -24,7 +31,7 @@ export const SessionCreateDocument = Schema.Struct({
   data: Schema.Struct({
     type: Schema.Literal("session"),
     attributes: Schema.Struct({
-      agent_id: Schema.String.pipe(Schema.minLength(1, { message: () => "is required" })),
+      agent_id: SessionAgentId,
       authentication_supported: Schema.Array(AuthenticationMethod)
     })
   })
@@ -42,7 +49,7 @@ export const SessionUpdateDocument = Schema.Struct({
     type: Schema.Literal("session"),
     id: Schema.optional(Schema.String),
     attributes: Schema.Struct({
-      agent_id: Schema.String.pipe(Schema.minLength(1, { message: () => "is required" })),
+      agent_id: SessionAgentId,
       /** Absent when an existing token extends the session (Authorization header). */
       authentication_provided: Schema.optional(Schema.Array(PopProof))
     })

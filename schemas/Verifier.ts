@@ -191,7 +191,7 @@ export const AgentCreateBody = Schema.Union(AgentCreateRequest, LegacyAgentCreat
 })
 export type AgentCreateBody = typeof AgentCreateBody.Type
 
-/** GET /agents/ query: `verifier` filters by verifier_id; `bulk=true` answers every agent's status. */
+/** GET /agents/ query: `verifier` filters by verifier_id (empty: no filter); `bulk` (any value, as Keylime reads it) answers every agent's status. */
 export const AgentListQuery = Schema.Struct({
   verifier: Schema.optional(Schema.String),
   bulk: Schema.optional(Schema.String)

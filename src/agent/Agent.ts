@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Option } from "effect"
 import { nodeServer } from "../../layers/HttpServers.js"
 import { serveNode } from "../http/listen.js"
+import { ListenerTimeouts } from "../http/timeouts.js"
 import type { AkOptions, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
 import { BootstrapKeys, make as makeKeys } from "./BootstrapKeys.js"
@@ -118,8 +119,10 @@ const start = (o: AgentOptions) =>
         ...(o.serverCertIssuer ? { issuer: o.serverCertIssuer } : {})
       }))
       // rust-keylime refuses a client without a certificate from the trusted CA at the handshake
+      // a slow client is cut off as on every listener; keep-alive is long: the verifier's quote requests reuse it
       const node = nodeServer({
         tls: { key: tls.key, cert: tls.cert, clientCa: o.trustedClientCa, requireClientCertificate: true },
+        timeouts: yield* ListenerTimeouts,
         keepAliveTimeoutMs: 30_000
       })
       const server = yield* serveNode("agent", node, { host: o.host, port: o.port })

@@ -13,6 +13,8 @@ import { type MbPolicy, MbPolicyRegistry } from "./policy.js"
 import { bootAggregates, type BootAggregates, replayPcrs } from "./replay.js"
 import { toHex } from "./text.js"
 
+const BOOT_PCR_MISMATCH = "SHA256 boot event log PCR value does not match"
+
 /**
  * A measured-boot failure is the one attestation Failure (schemas/Evidence.ts); its type is a
  * Keylime event id, e.g. `measured_boot.invalid_pcr_4`, `measured_boot.policy_example`.
@@ -80,7 +82,8 @@ export const evaluateMeasuredBoot = (input: MbInput, policy: MbPolicy): MbEvalua
       if (stripZeros(expected) !== stripZeros(got) && !failures.some((f) => f.context["pcr"] === pcr)) {
         failures.push({
           type: `measured_boot.invalid_pcr_${pcr}`,
-          context: { message: "SHA256 boot event log PCR value does not match", pcr, hash: bank.hash as HashAlg, got, expected }
+          // Keylime's key for this text is `context`; `message` is attest's (status, EAR, notifications)
+          context: { message: BOOT_PCR_MISMATCH, context: BOOT_PCR_MISMATCH, pcr, hash: bank.hash as HashAlg, got, expected }
         })
       }
     }

@@ -47,8 +47,13 @@ export const revoke = ({ dir, name, serial }: {
       return
     }
     yield* Console.log(`revoked serial ${r.serial}: ${r.crlPath} (and cacrl.pem) now at CRL number ${r.crlNumber}`)
-    yield* Console.log("restart the verifier and registrar (or copy the CRL to their trusted_client_crl) for it to take effect")
+    yield* Console.log(REVOCATION_LIVE)
   }))
+
+/** What a revocation does to running servers: nothing to restart (src/pki/liveRevocations.ts). */
+export const REVOCATION_LIVE =
+  "running servers whose trusted_client_crl is this CRL (the default for this CA directory) refuse the certificate without a restart: " +
+  "they see the file change, or re-read it within crl_refresh_interval; a server whose trusted_client_crl is another file needs this CRL copied there"
 
 /** The directory's verified CRL as a revocation list; none when the directory has no CA or no CRL. */
 const revocationsOf = (dir: string) =>

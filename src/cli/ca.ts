@@ -48,7 +48,7 @@ const revokeCommand = Command.make(
   lazy(load, (m) => m.revoke)
 ).pipe(Command.withDescription(
   "Revoke an administrator's client certificate: add its serial to the CA's CRL (cacrl.der, cacrl.pem). " +
-    "Servers read the CRL at start and then refuse that certificate on admin operations. Earlier revocations are kept."
+    "Running servers pick the new CRL up without a restart (they watch the file and re-read it every crl_refresh_interval) and refuse that certificate on admin operations. Earlier revocations are kept."
 ))
 
 const listCommand = Command.make("list", { dir }, lazy(load, (m) => m.list)).pipe(

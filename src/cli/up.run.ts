@@ -32,6 +32,7 @@ import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
 import { VERIFIER_LISTENER } from "../verifier/Server.js"
 import { enrol, type UpAgent } from "./up/enrol.js"
 import { enrolPush } from "./up/enrolPush.js"
+import { EXPOSE_FLAG, upHosts } from "./up/hosts.js"
 import { startPushAgents } from "./up/pushAgents.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
 import { watchStatus } from "./up/status.js"
@@ -54,6 +55,9 @@ export const up = (o: UpOptions) => {
   const say = Logging.say(o.logFormat)
   return Effect.gen(function*() {
     if (!Number.isInteger(o.push) || o.push < 0) return yield* new UsageError({ message: `--push ${o.push}: must be a number of push agents, 0 or more` })
+    const hosts = upHosts(o.host, o.exposeOnNetwork)
+    if (Either.isLeft(hosts)) return yield* new UsageError({ message: hosts.left })
+    const { reach, dashboard: dashboardHost, exposed } = hosts.right
     const started = Date.now()
     const dataDir = path.resolve(o.dataDir)
     if (o.reset && fs.existsSync(dataDir)) {
@@ -64,9 +68,13 @@ export const up = (o: UpOptions) => {
     }
     const reused = fs.existsSync(path.join(dataDir, "cv_ca", CA_FILES.caCert))
     const caDir = path.join(dataDir, "cv_ca")
-    yield* initCa({ dir: caDir })
+    // an exposed address other than a wildcard is how the tenant reaches the servers: in their certificate (a new CA)
+    yield* initCa({ dir: caDir, ...(exposed && reach === o.host ? { serverNames: [o.host] } : {}) })
     const caPem = fs.readFileSync(path.join(caDir, CA_FILES.caCert), "utf8")
     yield* say(`attest up: data directory ${dataDir} (${reused ? "reused" : o.reset ? "reset" : "new"})`)
+    if (exposed) {
+      yield* say(`attest up: ${EXPOSE_FLAG}: the registrar, the verifier, the agents and the metrics listeners accept connections from the network on ${o.host}; the dashboard stays on ${dashboardHost}`)
+    }
     // the simulated TPMs' manufacturer CA: the EK trust store of registrar, verifier and tenant
     const ekCaFile = path.join(dataDir, SIMULATOR_CA_FILE)
     yield* Effect.try({
@@ -88,7 +96,8 @@ export const up = (o: UpOptions) => {
       yield* say(`registrar  ${https.url}  (admin API, mTLS)`)
       const metrics = Context.get(ctx, MetricsEndpoint)
       if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (registrar, Prometheus)`)
-      return { http: http.url, https }
+      // this process's agents reach it through loopback when it listens on every interface
+      return { http: `http://${bracket(reach)}:${http.port}`, https }
     })
     const startVerifier = Effect.gen(function*() {
       const section = upVerifierSection(o, dataDir)
@@ -108,7 +117,7 @@ export const up = (o: UpOptions) => {
           firstNumber: o.agents + 1,
           count: o.push,
           dataDir,
-          host: o.host,
+          host: reach,
           contactPort: (i) => (o.agentPort === 0 ? 9002 : o.agentPort) + o.agents + i,
           registrarUrl,
           verifierUrl,
@@ -165,13 +174,13 @@ export const up = (o: UpOptions) => {
     const [registrar, verifier, agentResults, pushAgents] = o.registrarPort === 0
       ? yield* Effect.gen(function*() {
         const [r, v] = yield* Effect.all([startRegistrar, startVerifier], { concurrency: "unbounded" })
-        const [a, p] = yield* Effect.all([startAgents(r.http), startPush(r.http, v.url)], { concurrency: "unbounded" })
+        const [a, p] = yield* Effect.all([startAgents(r.http), startPush(r.http, `https://${bracket(reach)}:${v.port}`)], { concurrency: "unbounded" })
         return [r, v, a, p] as const
       })
       : yield* Effect.gen(function*() {
-        const registrarUrl = `http://${bracket(o.host)}:${o.registrarPort}`
+        const registrarUrl = `http://${bracket(reach)}:${o.registrarPort}`
         const [r, v, a] = yield* Effect.all([startRegistrar, startVerifier, startAgents(registrarUrl)], { concurrency: "unbounded" })
-        return [r, v, a, yield* startPush(registrarUrl, v.url)] as const
+        return [r, v, a, yield* startPush(registrarUrl, `https://${bracket(reach)}:${v.port}`)] as const
       })
     const agents = agentResults.filter(Option.isSome).map((a) => a.value)
     yield* say(`admin certificate ${path.join(caDir, CA_FILES.clientCert)}, key ${path.join(caDir, CA_FILES.clientKey)}, CA ${path.join(caDir, CA_FILES.caCert)}`)
@@ -190,7 +199,7 @@ export const up = (o: UpOptions) => {
         verifierUrl: settings.verifierUrl,
         registrarUrl: settings.registrarUrl,
         tls: settings.tls,
-        host: o.host,
+        host: dashboardHost,
         ...(o.dashboardPort === undefined ? {} : { port: o.dashboardPort })
       }))
       yield* say(`dashboard  ${Context.get(ctx, DashboardUrl)}  (web, on this machine only)`)

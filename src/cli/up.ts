@@ -18,7 +18,13 @@ export const upCommand = Command.make(
       Options.withDescription("number of simulated push-model agents (API 3.0: no listening port, they send evidence every --quote-interval to the same verifier, which attests both kinds; 0: none)"),
       Options.withDefault(0)
     ),
-    host: Options.text("host").pipe(Options.withDescription("loopback address to listen on"), Options.withDefault("127.0.0.1")),
+    host: Options.text("host").pipe(
+      Options.withDescription("address the registrar, the verifier, the agents and the metrics listeners listen on: a loopback address (127.0.0.1, ::1, localhost); another only with --expose-on-network"),
+      Options.withDefault("127.0.0.1")
+    ),
+    exposeOnNetwork: Options.boolean("expose-on-network").pipe(
+      Options.withDescription("allow a --host that is not loopback (e.g. 0.0.0.0): the registrar, the verifier, the agents and the metrics listeners then accept connections from the network; the dashboard stays on 127.0.0.1")
+    ),
     registrarPort: Options.integer("registrar-port").pipe(Options.withDescription("registrar HTTP port (0: any free port)"), Options.withDefault(8890)),
     registrarTlsPort: Options.integer("registrar-tls-port").pipe(Options.withDescription("registrar HTTPS port (0: any free port)"), Options.withDefault(8891)),
     verifierPort: Options.integer("verifier-port").pipe(Options.withDescription("verifier HTTPS port (0: any free port)"), Options.withDefault(8881)),
@@ -28,7 +34,7 @@ export const upCommand = Command.make(
       Options.repeated
     ),
     dashboardPort: Options.integer("dashboard-port").pipe(
-      Options.withDescription("web dashboard port on --host (default 8443 or the next free one; 0: any free port; -1: no dashboard)"),
+      Options.withDescription("web dashboard port, on loopback only: --host when it is loopback, else 127.0.0.1 (default 8443 or the next free one; 0: any free port; -1: no dashboard)"),
       Options.optional,
       Options.map(Option.getOrUndefined)
     ),

@@ -19,5 +19,6 @@ export const literalList = <const L extends ReadonlyArray<string>>(
     encode: ParseResult.succeed
   }),
   default: def,
-  doc
+  doc,
+  type: { kind: "list", values }
 })

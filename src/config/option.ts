@@ -8,10 +8,23 @@ import type { TomlValue } from "./toml.js"
 
 export type RawValue = TomlValue
 
+/**
+ * What an option holds, for generators that describe the table in another language (the NixOS
+ * module's option types: scripts/nix). It states what the decoder below accepts; it decodes nothing.
+ */
+export type OptionType =
+  | { readonly kind: "string" }
+  | { readonly kind: "integer"; readonly min?: number; readonly max?: number }
+  | { readonly kind: "seconds" }
+  | { readonly kind: "boolean" }
+  | { readonly kind: "literal"; readonly values: ReadonlyArray<string> }
+  | { readonly kind: "list"; readonly values?: ReadonlyArray<string> }
+
 export interface OptionSpec<A> {
   readonly schema: Schema.Schema<A, RawValue>
   readonly default: A
   readonly doc: string
+  readonly type: OptionType
 }
 
 export type SectionSpec = Readonly<Record<string, OptionSpec<any>>>
@@ -47,7 +60,8 @@ export const string = (def: string, doc: string): OptionSpec<string> => ({
     Schema.String
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "string" }
 })
 
 const toNumber = (raw: RawValue): number | undefined =>
@@ -66,7 +80,8 @@ export const integer = (def: number, doc: string, range: { min?: number; max?: n
     Schema.Int
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "integer", ...range }
 })
 
 export const port = (def: number, doc: string): OptionSpec<number> => integer(def, doc, { min: 0, max: 65535 })
@@ -84,7 +99,8 @@ export const seconds = (def: number, doc: string): OptionSpec<number> => ({
     Schema.Number
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "seconds" }
 })
 
 const TRUE = new Set(["true", "yes", "on", "1"])
@@ -103,7 +119,8 @@ export const boolean = (def: boolean, doc: string): OptionSpec<boolean> => ({
     Schema.Boolean
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "boolean" }
 })
 
 export const literal = <const L extends ReadonlyArray<string>>(values: L, def: L[number], doc: string): OptionSpec<L[number]> => ({
@@ -116,7 +133,8 @@ export const literal = <const L extends ReadonlyArray<string>>(values: L, def: L
     Schema.Literal(...values)
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "literal", values }
 })
 
 /**
@@ -146,7 +164,8 @@ export const stringList = (def: ReadonlyArray<string>, doc: string): OptionSpec<
     Schema.Array(Schema.String)
   ),
   default: def,
-  doc
+  doc,
+  type: { kind: "list" }
 })
 
 /** The reason text of a decode failure (the message our decoders put in). */

@@ -3,6 +3,7 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
+import { listenerTimeoutOptions } from "./listenerOptions.js"
 import { literalList } from "./literalList.js"
 import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
 import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
@@ -72,9 +73,9 @@ export const verifierSection = {
   extend_token_on_attestation: boolean(true, "push model: a passed attestation extends the agent's token by session_lifetime"),
   push_attestations_kept: integer(100, "push model: attestations kept per agent, its latest ones; older completed ones are deleted every minute (0 keeps all)", { min: 0 }),
   auto_recover_attestation_failures: boolean(false, "push model: a passed attestation clears earlier failures (else status stays FAIL until re-added)"),
-  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address may create per window", { min: 1 }),
+  session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address (an IPv6 /64) may create per window, and failed proofs it may send", { min: 1 }),
   session_create_rate_limit_window_ip: seconds(60, "push model: window of session_create_rate_limit_per_ip (seconds)"),
-  session_create_rate_limit_per_agent: integer(15, "push model: sessions one agent id may create per window", { min: 1 }),
+  session_create_rate_limit_per_agent: integer(15, "push model: tokens one agent may obtain per window (only proofs made with its AK count: no one else can spend it)", { min: 1 }),
   session_create_rate_limit_window_agent: seconds(60, "push model: window of session_create_rate_limit_per_agent (seconds)"),
   // --- verifier core: policies, agents' certificates, revocation notifications ---
   require_allow_list_signatures: boolean(false, "refuse runtime policies that are not signed (DSSE envelope or runtime_policy_sig)"),
@@ -88,7 +89,9 @@ export const verifierSection = {
   max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
   policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 }),
   // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
-  ...verifierOperationsOptions
+  ...verifierOperationsOptions,
+  // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---
+  ...listenerTimeoutOptions
 } as const satisfies SectionSpec
 
 export const registrarSection = {
@@ -101,7 +104,9 @@ export const registrarSection = {
   tpm_identity: literal(["default", "ek_cert", "iak_idevid", "ek_cert_or_iak_idevid"], "default", "which TPM identity registration requires"),
   max_body_size: integer(1_048_576, "largest accepted request body in bytes", { min: 1024 }),
   // --- operations: logs, traces, metrics listener (src/config/operationsOptions.ts) ---
-  ...registrarOperationsOptions
+  ...registrarOperationsOptions,
+  // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---
+  ...listenerTimeoutOptions
 } as const satisfies SectionSpec
 
 export const tenantSection = {

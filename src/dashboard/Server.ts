@@ -1,26 +1,37 @@
 /**
- * The dashboard's local web server: plain HTTP on 127.0.0.1 only (default port 8443, else the next
- * free one up to 8463; an explicit port is used as given, 0 = any). Read-only: it serves the page's
- * assets, the JSON views (views.ts) and `/api/events`, a Server-Sent Events stream that sends the
- * snapshot version after every sample. Requests whose Host is not this loopback address (DNS
- * rebinding: a web page that gets a browser to send requests here) are refused with 403, since
- * this server holds the tenant's admin credentials.
+ * The dashboard's local web server: plain HTTP on a loopback address only (127.0.0.1 unless another
+ * loopback address is given; any other host is refused at start, since this server reads with the
+ * tenant's admin credentials), default port 8443, else the next free one up to 8463; an explicit
+ * port is used as given, 0 = any. Read-only: it serves the page's assets, the JSON views (views.ts)
+ * and `/api/events`, a Server-Sent Events stream that sends the snapshot version after every sample
+ * (at most MAX_EVENT_STREAMS at once: another gets 503 and the page polls instead; a client that
+ * stops reading is dropped). Requests whose Host is not this loopback address or `localhost` (DNS
+ * rebinding: a web page that gets a browser to send requests here) are refused with 403. Slow
+ * clients are cut off as on every attest listener (src/http/timeouts.ts).
  */
 import { Context, Data, Effect, Layer } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { formatAddress } from "../http/listen.js"
+import { isLoopbackHost } from "../http/loopback.js"
+import { DEFAULT_LISTENER_TIMEOUTS, nodeServerTimeouts } from "../http/timeouts.js"
 import { type Asset, loadAssets } from "./assets.js"
 import { Sampler, type SamplerShape } from "./Sampler.js"
 import { agentView, overviewView, policiesView, registrarView } from "./views.js"
 
 export const DEFAULT_DASHBOARD_PORT = 8443
 const PORT_SEARCH = 20
+/** Live-event streams served at once: a few browser tabs each; more is someone holding connections. */
+export const MAX_EVENT_STREAMS = 32
+/** Bytes queued for a live-event client that does not read; past this it is dropped. */
+const MAX_EVENT_BACKLOG = 64 * 1024
 
 export class DashboardListenError extends Data.TaggedError("DashboardListenError")<{ readonly message: string }> {}
 
 export interface DashboardServerOptions {
   /** undefined: 8443 or the next free port; a number: exactly that port (0 = any free port). */
   readonly port?: number
+  /** A loopback address (default 127.0.0.1); any other is refused at start. */
   readonly host?: string
 }
 
@@ -38,8 +49,18 @@ const SECURITY_HEADERS = {
   "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
 }
 
-const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allowedHosts: () => ReadonlySet<string>, now: () => number) =>
-  (req: http.IncomingMessage, res: http.ServerResponse) => {
+/** The text of a percent-encoded path segment, undefined when it is not valid (`%zz`). */
+const percentDecoded = (segment: string): string | undefined => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
+const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allowedHosts: () => ReadonlySet<string>, now: () => number) => {
+  const streams = new Set<http.ServerResponse>()
+  return (req: http.IncomingMessage, res: http.ServerResponse) => {
     try {
       if (!allowedHosts().has((req.headers.host ?? "").toLowerCase())) return json(res, 403, { error: "this dashboard answers on its loopback address only" })
       if (req.method !== "GET" && req.method !== "HEAD") {
@@ -48,7 +69,7 @@ const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allo
       }
       const url = new URL(req.url ?? "/", "http://localhost")
       const path = url.pathname
-      if (path === "/api/events") return events(sampler, req, res)
+      if (path === "/api/events") return events(sampler, streams, res)
       if (path.startsWith("/api/")) {
         const s = sampler.snapshot()
         const h = sampler.history
@@ -57,7 +78,8 @@ const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allo
         if (path === "/api/registrar") return json(res, 200, registrarView(s))
         const m = /^\/api\/agents\/([^/]+)$/.exec(path)
         if (m !== null) {
-          const id = decodeURIComponent(m[1]!)
+          const id = percentDecoded(m[1]!)
+          if (id === undefined) return json(res, 400, { error: `agent id ${m[1]!} is not valid percent-encoding` })
           const view = agentView(s, h, id, now())
           return view === null ? json(res, 404, { error: `agent ${id} is known to neither the verifier nor the registrar`, services: { verifier: s.verifier, registrar: s.registrar } }) : json(res, 200, view)
         }
@@ -74,19 +96,36 @@ const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allo
       else res.end()
     }
   }
+}
 
-/** Server-Sent Events: `version` after every sample, a comment every 15 s to keep proxies open. */
-const events = (sampler: SamplerShape, req: http.IncomingMessage, res: http.ServerResponse) => {
+/**
+ * Server-Sent Events: `version` after every sample, a comment every 15 s to keep proxies open. At
+ * most MAX_EVENT_STREAMS at once (`open` holds them); a client that lets MAX_EVENT_BACKLOG bytes
+ * queue up is not reading and is dropped.
+ */
+const events = (sampler: SamplerShape, open: Set<http.ServerResponse>, res: http.ServerResponse) => {
+  if (open.size >= MAX_EVENT_STREAMS) {
+    res.setHeader("retry-after", "30")
+    return json(res, 503, {
+      error: `too many live-event connections: ${MAX_EVENT_STREAMS} are open, the most this dashboard serves; close another dashboard tab (this page polls instead)`
+    })
+  }
+  open.add(res)
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" })
-  const send = (version: number) => res.write(`event: version\ndata: ${version}\n\n`)
+  const write = (text: string) => {
+    if (res.writableLength > MAX_EVENT_BACKLOG) res.destroy()
+    else res.write(text)
+  }
+  const send = (version: number) => write(`event: version\ndata: ${version}\n\n`)
   send(sampler.snapshot().version)
   const unsubscribe = sampler.subscribe(send)
-  const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000)
+  const keepAlive = setInterval(() => write(": keep-alive\n\n"), 15_000)
   const close = () => {
+    open.delete(res)
     clearInterval(keepAlive)
     unsubscribe()
   }
-  req.on("close", close)
+  res.on("close", close)
   res.on("error", close)
 }
 
@@ -126,22 +165,29 @@ export const DashboardServerLive = (o: DashboardServerOptions = {}) =>
   Layer.scoped(
     DashboardUrl,
     Effect.gen(function*() {
+      const host = o.host ?? "127.0.0.1"
+      if (!isLoopbackHost(host)) {
+        return yield* new DashboardListenError({
+          message: `${host} is not a loopback address: the dashboard reads the verifier and the registrar with the admin certificate and listens on this machine only (127.0.0.1, ::1 or localhost)`
+        })
+      }
       const sampler = yield* Sampler
       const assets = yield* loadAssets
-      const host = o.host ?? "127.0.0.1"
       let allowed: ReadonlySet<string> = new Set()
       const clock = yield* Effect.clock
-      const server = http.createServer(handler(sampler, assets, () => allowed, () => clock.unsafeCurrentTimeMillis()))
-      server.keepAliveTimeout = 5_000
+      const server = http.createServer(
+        nodeServerTimeouts(DEFAULT_LISTENER_TIMEOUTS),
+        handler(sampler, assets, () => allowed, () => clock.unsafeCurrentTimeMillis())
+      )
       const port = yield* bind(server, host, o.port)
-      allowed = new Set([`${host}:${port}`, `localhost:${port}`])
+      allowed = new Set([`${formatAddress(host, port)}`.toLowerCase(), `localhost:${port}`])
       yield* Effect.addFinalizer(() =>
         Effect.async<void>((resume) => {
           server.closeAllConnections()
           server.close(() => resume(Effect.void))
         })
       )
-      return `http://${host}:${port}/`
+      return `http://${formatAddress(host, port)}/`
     })
   )
 

@@ -10,7 +10,7 @@
  * | executables | IMA list replayed to PCR 10 and judged by the runtime policy | 2 approved boot and run time | `ima.parser.*`, `ima.invalid_key`: 1; list not matching the quote (`ima.pcr_mismatch`, `ima.validation.ima_pcr`, `ima.validation.ima_hash`, `ima.quote_progress`): 99; `not_in_allowlist`, `tomtou`: 33 unrecognized; a known file with another digest (`runtime_policy_hash`), a bad signature: 96 contraindicated |
  * | hardware | boot log replayed to the quoted PCRs and judged by the measured-boot policy | 2 genuine | `measured_boot.parser.*`: 1; log not matching the quote (`invalid_pcr_*`, `missing_pcrs`): 99; the policy refuses it (`policy_*`): 96 |
  * | configuration | `tpm_policy` PCR values (a claim only when one is refused: the verdict cannot tell whether the policy constrained any PCR) | — | `pcr_validation.*` (not PCR 16): 96 unsupportable |
- * | hardware, instance-identity, runtime-opaque | TEE (SEV-SNP) evidence | 2 (runtime-opaque 2: encrypted memory) | `tee.policy.*`: hardware 96; `tee.missing_param`, `tee.invalid.*`: 1; other `tee.*`: instance-identity 99 |
+ * | hardware, instance-identity, runtime-opaque | TEE (SEV-SNP) evidence | 2 (runtime-opaque 2: encrypted memory) | `tee_attestation.policy.*`: hardware 96; `tee_attestation.missing_param`, `tee_attestation.invalid.*`: 1; other `tee_attestation.*`: instance-identity 99 |
  *
  * A check that did not run gives no claim. Status: `affirming` without failures; `none` when every
  * failure is a request problem (`default.*`: the evidence could not be appraised); otherwise
@@ -129,9 +129,9 @@ export const claimOfFailure = (type: string): readonly [TrustClaim, number] | un
   if (type.startsWith("measured_boot.parser.")) return ["hardware", 1]
   if (type.startsWith("measured_boot.policy")) return ["hardware", 96]
   if (type.startsWith("measured_boot.")) return ["hardware", 99]
-  if (type.startsWith("tee.policy.")) return ["hardware", 96]
-  if (type === "tee.missing_param" || type.startsWith("tee.invalid.") || type.startsWith("tee_attestation.")) return ["instance-identity", 1]
-  if (type.startsWith("tee.")) return ["instance-identity", 99]
+  if (type.startsWith("tee_attestation.policy.")) return ["hardware", 96]
+  if (type === "tee_attestation.missing_param" || type.startsWith("tee_attestation.invalid.")) return ["instance-identity", 1]
+  if (type.startsWith("tee_attestation.")) return ["instance-identity", 99]
   return undefined
 }
 

@@ -8,9 +8,9 @@
  *   const text = yield* readBoundedBody(request, { maxBytes, maxDepth })   // BodyRefused on failure
  *   return bodyRefusedResponse(refusal)                                     // the envelope for it
  */
-import type { HttpServerRequest } from "@effect/platform"
+import { type HttpServerRequest, Multipart } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Data, Effect, Either } from "effect"
+import { Data, Effect, Either, Stream } from "effect"
 import type * as http from "node:http"
 import { StatusText } from "../../schemas/Envelope.js"
 import { envelopeResponse } from "./envelope.js"
@@ -148,9 +148,21 @@ export const bodyRefusedResponse = (e: BodyRefused) => {
 }
 
 /**
- * The same request with its body already read: `text` (and so `json`) answer from `text` instead
- * of reading the consumed stream again. Everything else (headers, socket, peer certificate) is the
- * original request's.
+ * The same request with its body already read: every way of reading the body answers from `text`
+ * instead of the consumed stream, which would never end (issue 22: the API's decoder read an
+ * `application/vnd.api+json` body as bytes and waited forever). `text`, `json`, `urlParamsBody`,
+ * `arrayBuffer` (its UTF-8 bytes) and `stream` answer at once; multipart fails at once (no attest
+ * route takes it). Everything else (headers, socket, peer certificate) is the original request's.
  */
-export const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest =>
-  Object.create(request, { text: { value: Effect.succeed(text), enumerable: false } }) as HttpServerRequest.HttpServerRequest
+export const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest => {
+  const bytes = (): Uint8Array => new TextEncoder().encode(text)
+  const noMultipart = new Multipart.MultipartError({ reason: "Parse", cause: new Error("multipart bodies are not taken") })
+  const value = (v: unknown) => ({ value: v, enumerable: false })
+  return Object.create(request, {
+    text: value(Effect.succeed(text)),
+    arrayBuffer: { get: () => Effect.sync(() => bytes().buffer as ArrayBuffer), enumerable: false },
+    stream: { get: () => Stream.sync(bytes), enumerable: false },
+    multipart: value(Effect.fail(noMultipart)),
+    multipartStream: value(Stream.fail(noMultipart))
+  }) as HttpServerRequest.HttpServerRequest
+}

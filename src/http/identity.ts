@@ -10,7 +10,8 @@ import type { TLSSocket } from "node:tls"
 
 export type Identity =
   | { readonly _tag: "Admin"; readonly name: string }
-  | { readonly _tag: "Agent"; readonly agentId: string }
+  /** An agent by its PoP token; `sessionId` names the session the token belongs to (push model). */
+  | { readonly _tag: "Agent"; readonly agentId: string; readonly sessionId?: string }
   | { readonly _tag: "Anonymous"; readonly reason: string }
 
 /** The client certificate as the TLS socket saw it: leaf first, then whatever chain the peer sent. */
@@ -46,11 +47,24 @@ export const peerCertificate = (request: HttpServerRequest.HttpServerRequest): O
   return Option.some({ der: new Uint8Array(leaf.raw), chain, tlsAuthorized: socket.authorized === true })
 }
 
+/**
+ * RFC 6750 §2.1, the one Bearer rule of every API version: `"Bearer" 1*SP b64token`, the scheme
+ * case-insensitive (ABNF strings are), b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+"
+ * / "/" ) *"=". Leading and trailing whitespace is not part of a field value (RFC 9110 §5.5).
+ */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i
+
+/** The token of an `Authorization` header value, or None when the value is not `Bearer <b64token>`. */
+export const parseBearer = (header: string): Option.Option<string> => {
+  const m = BEARER.exec(header.trim())
+  return m === null ? Option.none() : Option.some(m[1]!)
+}
+
+/** None without an `Authorization` header; with one, its token, or "" when it is not `Bearer <b64token>` (an invalid token). */
 export const bearerToken = (request: HttpServerRequest.HttpServerRequest): Option.Option<string> => {
   const header = request.headers["authorization"]
   if (header === undefined) return Option.none()
-  const m = /^Bearer\s+(.+)$/i.exec(header.trim())
-  return Option.some(m ? (m[1] ?? "") : "")
+  return Option.some(Option.getOrElse(parseBearer(header), () => ""))
 }
 
 export interface ClientIdentityOptions {

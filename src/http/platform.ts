@@ -1,17 +1,19 @@
 /**
  * The request platform shared by registrar, verifier and agent, in front of an HttpApi app: the
- * body read once within its byte and JSON-depth limits (src/http/body.ts), the version prefix,
+ * body read once within its byte and JSON-depth limits (src/http/body.ts), JSON only on the v2
+ * family (415 in the envelope for another media type: mediaType.ts), the version prefix,
  * trailing-slash normalisation, `Retry-After` on every 503, the envelope for every answer, and the
  * request metrics (requestMetrics.ts).
  * Listeners (node servers with the TLS policy and the clientError hook) are layers/HttpServers.ts.
  */
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Headers, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
+import { bodyMediaRefusal } from "./mediaType.js"
 import { recordRequestMetrics } from "./requestMetrics.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
@@ -69,9 +71,16 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
             return refuse(refused.code, refused.text)
           }
           body = read.right
+          // the v2 family takes JSON only (API 3.0 handlers check their JSON:API media type themselves)
+          const media = jsonApi ? undefined : bodyMediaRefusal(request.method, request.headers["content-type"])
+          if (media !== undefined) return refuse(415, StatusText.unsupportedMediaType(media))
         }
         const withUrl = <E, R>(app: HttpApp.Default<E, R>, url: string) => {
-          const modified = request.modify({ url })
+          // a body read as JSON is declared as JSON to the API's payload decoder (which reads
+          // `application/vnd.api+json` as bytes otherwise)
+          const modified = body === undefined || jsonApi
+            ? request.modify({ url })
+            : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
           return Effect.provideService(
             app,
             HttpServerRequest.HttpServerRequest,

@@ -3,7 +3,8 @@
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the EK trust store directory, the database (SQLite under data_dir or
  * database_url), the two listeners, and the metrics listener (metrics_ip, metrics_port; off at port
- * 0: layers/Metrics.ts). Unsupported values are start-up errors that name the option.
+ * 0: layers/Metrics.ts), all three cutting off slow clients (client_header_timeout,
+ * client_request_timeout, keep_alive_timeout: src/http/timeouts.ts). Unsupported values are start-up errors that name the option.
  */
 import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
@@ -11,6 +12,7 @@ import { MetricsServer } from "../../layers/Metrics.js"
 import { DbLive } from "../../layers/Sql.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import type { RegistrarOptions } from "../config/sections.js"
+import { listenerTimeoutsLayer } from "../http/timeouts.js"
 import { emptyTrustStore, loadTrustStore } from "../pki/chain.js"
 import type { TpmIdentityPolicy } from "./registration.js"
 import { RegistrarServerLive, type RegistrarServerOptions } from "./Server.js"
@@ -57,5 +59,6 @@ export const RegistrarFromConfig = (c: RegistrarOptions) =>
   Layer.unwrapEffect(Effect.map(registrarOptionsFromSection(c), RegistrarServerLive)).pipe(
     Layer.provide(ServerTlsWithAdmins("registrar", c)),
     Layer.provide(DbLive(c, "registrar")),
-    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics"))
+    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics")),
+    Layer.provide(listenerTimeoutsLayer(c))
   )

@@ -8,7 +8,7 @@
  *
  * - Pure and synchronous. `data` is the request's `data` object as received (JSON-decoded, not
  *   validated): it is checked here, and a missing or malformed field is a failure naming it
- *   (`tee.missing_param`, `tee.invalid_input`, `tee.invalid.tee`, `tee.invalid_public_key`), so the
+ *   (`tee_attestation.missing_param`, `tee_attestation.invalid_input`, `tee_attestation.invalid.tee`, `tee_attestation.invalid_public_key`), so the
  *   HTTP layer only chooses the status (Keylime answers 400 for `*.missing_param`).
  * - `options.now`: the time certificate validity is judged at (from the verifier's `Clock`).
  * - `options.vcekDir`: the VCEKs of `snp_vcek_dir`, loaded once at start-up with
@@ -17,7 +17,7 @@
  *   is then verified once and only its validity window compared afterwards.
  * - `options.roots`: ARK/ASK per product line; AMD's (shipped, Milan, Genoa, Turin) by default.
  * - `TeeVerdict = { valid, failures, claims }`: `valid` is `failures.length === 0`; failures are the
- *   shared `Failure` values (schemas/Evidence.ts) with types under `tee.` (src/tee/failures.ts);
+ *   shared `Failure` values (schemas/Evidence.ts) with types under `tee_attestation.` (src/tee/failures.ts);
  *   claims (Keylime's names plus chip_id, vmpl, product_line) only when valid, `{}` otherwise.
  * - Never throws and never reads a file or the network.
  * - Portable (src/tee/verify.ts and what it imports: no Node built-in); with the portable crypto

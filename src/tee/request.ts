@@ -1,8 +1,8 @@
 /**
  * The `data` of a `type: "tee"` evidence request, checked field by field so every problem is one
- * failure naming the field: absent, null or empty required fields are `tee.missing_param`; malformed
- * ones `tee.invalid_input`; a TEE other than "snp" `tee.invalid.tee`; TEE key coordinates that are not
- * a curve point `tee.invalid_public_key`. Field schemas are those of schemas/Evidence.ts.
+ * failure naming the field: absent, null or empty required fields are `tee_attestation.missing_param`; malformed
+ * ones `tee_attestation.invalid_input`; a TEE other than "snp" `tee_attestation.invalid.tee`; TEE key coordinates that are not
+ * a curve point `tee_attestation.invalid_public_key`. Field schemas are those of schemas/Evidence.ts.
  */
 import { Either, ParseResult, Schema } from "effect"
 import { base64Bytes } from "../crypto/encoding.js"

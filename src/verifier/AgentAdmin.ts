@@ -4,7 +4,8 @@
  * resource documents, and PATCH, the configuration change v2 has no route for. PATCH merges the
  * given attributes over the stored configuration and runs the creation check
  * (`decodeAgentCreation`) on the result, so a changed field is judged exactly as at enrolment; a
- * refused change stores nothing. A pull loop is restarted on the new row.
+ * refused change stores nothing. A pull loop is restarted on the new row. A change of a push
+ * agent's `accept_attestations` ends its PoP sessions (push/SessionEnds.ts), as reactivation does.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Redacted } from "effect"
@@ -14,6 +15,7 @@ import { AgentBeingDeleted, AgentNotFound, InvalidAgentBody, MbPolicyNotFound, R
 import { checkId } from "./Agents.js"
 import { PollerControl } from "./PollerControl.js"
 import { PushRepo } from "./push/repo.js"
+import { SessionEnds } from "./push/SessionEnds.js"
 import type { AttestationRow, PushAgentRow } from "./push/rows.js"
 import { writeAgentConfig, writePushAcceptance } from "./repo/agentConfig.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -83,17 +85,17 @@ const creationBodyOf = (row: AgentRow): Record<string, unknown> => ({
 })
 
 export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/AgentAdmin", {
-  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default],
+  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default, SessionEnds.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
     const runtimePolicies = yield* RuntimePolicyRepo
     const mbPolicies = yield* MbPolicyRepo
     const pushes = yield* PushRepo
+    const sessionEnds = yield* SessionEnds
     const poller = yield* PollerControl
     const config = yield* VerifierConfig
     const pull = config.mode === "pull"
-
 
     const withPush = (view: AgentView) =>
       Effect.gen(function*() {
@@ -175,6 +177,7 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
         if (!written) return yield* new AgentNotFound({ agentId })
         if (accept !== undefined) yield* writePushAcceptance(sql, agentId, accept, now)
       })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeError("update agent configuration")(e))))
+      if (accept !== undefined) yield* sessionEnds.end(agentId, "reconfigured")
 
       yield* Effect.logInfo(`Agent ${agentId} configuration changed (${Object.keys(attributes).join(", ") || "nothing"})`)
       // a loop polling it reads the new row from a fresh cycle

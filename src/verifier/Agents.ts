@@ -2,11 +2,13 @@
  * The verifier's agents (keylime-wire.md §1.4): add with every creation-body variant, show per API
  * version, list, bulk, delete, stop, reactivate. Everything a creation needs is checked before the
  * transaction that stores the agent and its policies; a refused request stores nothing. The pull
- * loop is told through `PollerControl` after the database has the change.
+ * loop is told through `PollerControl` after the database has the change. A push agent's PoP
+ * tokens are bound to its enrolment: enrolment, delete, stop and reactivate end its sessions
+ * (push/SessionEnds.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Option } from "effect"
-import { isAgentId } from "../../schemas/Common.js"
+import { AGENT_ID_RULE, isAgentId } from "../../schemas/Common.js"
 import type { AnyAgentStatus, VerifierAgentBulk, VerifierAgentList } from "../../schemas/Verifier.js"
 import { VerifierConfig } from "../config/services.js"
 import type { ApiVersion } from "../http/versions.js"
@@ -27,6 +29,7 @@ import {
 import { PollerControl } from "./PollerControl.js"
 import { withPushStatus } from "./push/render.js"
 import { PushRepo } from "./push/repo.js"
+import { SessionEnds } from "./push/SessionEnds.js"
 import { EMPTY_MB_POLICY, prepareMbPolicy } from "./policy/mbUpload.js"
 import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolicy } from "./policy/runtimeUpload.js"
 import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
@@ -44,16 +47,17 @@ export type RemoveOutcome = "deleted" | "terminating"
 export const checkId = (agentId: string) =>
   isAgentId(agentId)
     ? Effect.void
-    : Effect.fail(new InvalidAgentId({ agentId, reason: "must be 1-255 characters of letters, digits, '-', '_' or '.'" }))
+    : Effect.fail(new InvalidAgentId({ agentId, reason: AGENT_ID_RULE }))
 
 export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
-  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default],
+  dependencies: [AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default, SessionEnds.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
     const runtimePolicies = yield* RuntimePolicyRepo
     const mbPolicies = yield* MbPolicyRepo
     const pushes = yield* PushRepo
+    const sessionEnds = yield* SessionEnds
     const poller = yield* PollerControl
     const config = yield* VerifierConfig
     const pull = config.mode === "pull"
@@ -145,6 +149,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
         if (!(yield* agents.insert(row))) return yield* new AgentAlreadyExists({ agentId })
         // a push agent is one from its enrolment: never polled, its attestations accepted
         if (creation.model === "push") yield* pushes.ensurePushAgent(agentId, yield* Clock.currentTimeMillis)
+        // a token of an earlier enrolment of this id (another AK, perhaps) authenticates nothing of this one
+        yield* sessionEnds.end(agentId, "enrolled")
       })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeError("add agent")(e))))
 
       yield* Effect.logInfo(
@@ -209,6 +215,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
         return "terminating" as RemoveOutcome
       }
       yield* poller.stop(agentId)
+      // its tokens end first: one that outlived its agent could attest for an agent enrolled again under its id
+      yield* sessionEnds.end(agentId, "deleted")
       if (!(yield* removeNow(agentId))) return yield* new AgentNotFound({ agentId })
       yield* forgetAgent(agentId)
       yield* Effect.logInfo(`Agent ${agentId} deleted (was ${stateName[state as OperationalState] ?? state})`)
@@ -224,6 +232,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.TENANT_FAILED })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
       yield* poller.stop(agentId)
+      yield* sessionEnds.end(agentId, "stopped")
       yield* setAgentState(agentId, OperationalState.TENANT_FAILED)
       yield* Effect.logInfo(`Agent ${agentId} stopped (operational_state 10)`)
     })
@@ -241,8 +250,10 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       if (!REACTIVATABLE_STATES.has(before as OperationalState)) return yield* new AgentBeingDeleted({ agentId })
       const updated = yield* agents.adminUpdate(agentId, { operationalState: OperationalState.START, resetProgress: true })
       if (Option.isNone(updated)) return yield* new AgentNotFound({ agentId })
-      // a push agent: attestations accepted again (status no longer TIMEOUT), failures forgotten
+      // a push agent: attestations accepted again (status no longer TIMEOUT), failures forgotten,
+      // and tokens of before the reactivation end (it authenticates again)
       yield* pushes.restoreAcceptance(agentId, yield* Clock.currentTimeMillis)
+      yield* sessionEnds.end(agentId, "reactivated")
       if (before === OperationalState.TENANT_FAILED) {
         yield* Effect.logInfo(
           `Agent ${agentId} reactivated after stop: polling restarts (attest departs from Keylime, which keeps a stopped agent at 10)`

@@ -81,10 +81,13 @@ export const VerifierAgentsHttpLive = HttpApiBuilder.group(VerifierApi, "agents"
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           yield* allow(VerifierAction.listAgents, "admin")
-          if (urlParams.bulk === "true") {
-            return yield* answerRead("agentRead")(agents.bulk(yield* FiberRef.get(currentApiVersion), urlParams.verifier))
+          // Keylime's reading: `bulk` with any value (its tenant sends `bulk=True`) and an empty
+          // `verifier` is no filter (its tenant always sends `verifier=`)
+          const verifierId = urlParams.verifier === "" ? undefined : urlParams.verifier
+          if (urlParams.bulk !== undefined) {
+            return yield* answerRead("agentRead")(agents.bulk(yield* FiberRef.get(currentApiVersion), verifierId))
           }
-          return yield* answerRead("agentRead")(agents.list(urlParams.verifier))
+          return yield* answerRead("agentRead")(agents.list(verifierId))
         }))
       .handle("show", ({ path }) =>
         allow(VerifierAction.readAgent, "agentOrAdmin", path.agent_id).pipe(

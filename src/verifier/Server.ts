@@ -7,7 +7,7 @@
  * `[verifier]` section.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpServers } from "../../layers/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
@@ -30,6 +30,7 @@ import { PolicyCache } from "./policy/PolicyCache.js"
 import { PushClientIdentity } from "./push/auth.js"
 import { ServerRootHttpLive, V3AdminHttpLive } from "./push/AdminHttp.js"
 import { PushDirectRoutes } from "./push/directRoutes.js"
+import { Liveness } from "./push/Liveness.js"
 import { PushHttpLive } from "./push/Http.js"
 import { PushDomainLive } from "./push/Server.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -93,6 +94,9 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     Layer.provide(
       PushDirectRoutes({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }).pipe(Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple")))
     ),
+    // the listener is bound: push deadlines give every agent one full deadline from now (a restart
+    // is not a failure of the agents: push/Liveness.ts)
+    Layer.tap(() => Effect.flatMap(Liveness, (liveness) => liveness.listening)),
     // one process serves both families: API 2.x (envelope) and 3.0 (JSON:API, push agents). Given
     // here, outermost: the handlers see the ClientIdentity of the server's context (admins by mTLS,
     // agents by their token), which replaces any given from outside

@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 
-/** A path agent id with characters outside [A-Za-z0-9._-] (Keylime: "agent_id not not valid"). */
+/** A path agent id with characters outside [A-Za-z0-9._-] (texts.ts badAgentId). */
 export class InvalidAgentId extends Schema.TaggedError<InvalidAgentId>()("InvalidAgentId", {
   agentId: Schema.String,
   reason: Schema.String

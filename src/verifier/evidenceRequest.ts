@@ -25,7 +25,7 @@ export class EvidenceTypeInvalid extends Data.TaggedError("EvidenceTypeInvalid")
 /**
  * A parameter of the evidence is missing or unusable: 400 "Bad Request" with the failures
  * (`default.missing_param`, `default.missing_policy`, `default.invalid_param`,
- * `tee.missing_param`) in the results, as Keylime answers input errors.
+ * `tee_attestation.missing_param`) in the results, as Keylime answers input errors.
  */
 export class EvidenceInputInvalid extends Data.TaggedError("EvidenceInputInvalid")<{ readonly failures: ReadonlyArray<Failure> }> {
   override get message(): string {

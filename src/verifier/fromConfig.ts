@@ -2,7 +2,8 @@
  * The `[verifier]` section → a running verifier: TLS and admins from layers/Tls.ts (tls_dir
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the database (SQLite under data_dir or database_url), the HTTPS listener, the
- * metrics listener (metrics_ip, metrics_port 9881; off at 0) and the pull loop given as
+ * metrics listener (metrics_ip, metrics_port 9881; off at 0), both bounding slow clients
+ * (client_header_timeout, client_request_timeout, keep_alive_timeout), and the pull loop given as
  * `poller` (PollerControl.none: nothing polled in this process).
  */
 import { Layer } from "effect"
@@ -12,6 +13,7 @@ import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import { sectionDefaults } from "../config/load.js"
 import { type VerifierOptions, verifierSection } from "../config/sections.js"
+import { listenerTimeoutsLayer } from "../http/timeouts.js"
 import { EarIssuer } from "./earIssuer.js"
 import { VerifierClientTls } from "./ClientTls.js"
 import { PollerLive } from "./Poller.js"
@@ -60,7 +62,8 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.provide(EarIssuer.fromSection(c)),
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
-    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics"))
+    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics")),
+    Layer.provide(listenerTimeoutsLayer(c))
   )
 }
 

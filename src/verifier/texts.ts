@@ -4,6 +4,7 @@
  * own field-naming words where Keylime has none or only a Python exception dump that helps nobody.
  * This is the one table; each Http.ts picks the status code and the text for a domain error here.
  */
+import { AGENT_ID_RULE } from "../../schemas/Common.js"
 import type { InvalidAgentBody, InvalidMbPolicy, InvalidRuntimePolicy } from "./errors.js"
 
 /** Python's repr() of a str, for the few texts that quote a value the way Keylime's exceptions do. */
@@ -33,8 +34,8 @@ export const VerifierText = {
   badRequest: "Bad Request",
 
   // --- agents -----------------------------------------------------------------------------------
-  /** Path id with characters Keylime's validator refuses (sic: "not not"). */
-  badAgentId: "agent_id not not valid",
+  /** Path id with characters Keylime's validator refuses (Keylime's own text repeats the word "not"; attest's names the rule). */
+  badAgentId: `agent_id not valid: an agent id ${AGENT_ID_RULE}`,
   agentNotFound: "agent id not found",
   /** DELETE of an agent another verifier (verifier_id) polls. */
   agentOfOtherVerifier: "agent id associated to this verifier",

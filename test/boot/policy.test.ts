@@ -129,7 +129,7 @@ eachCryptoPort("measured-boot evaluation", () => {
     // The machine booted `changed`, the agent sent the original log.
     const failures = evaluateMeasuredBoot({ log: original, quotedPcrs: quoteOf(changed), refstate: refstateOf(original) }, examplePolicy).failures
     expect(failures.map((f) => f.type)).toEqual(["measured_boot.invalid_pcr_4"])
-    expect(failures[0]!.context).toMatchObject({ message: "SHA256 boot event log PCR value does not match", pcr: 4 })
+    expect(failures[0]!.context).toMatchObject({ message: "SHA256 boot event log PCR value does not match", context: "SHA256 boot event log PCR value does not match", pcr: 4 })
   })
 
   it("reports measured_boot.missing_pcrs when the quote lacks PCRs the example policy needs", () => {

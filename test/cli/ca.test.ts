@@ -59,6 +59,8 @@ describe("attest ca", () => {
     const r = yield* attest("ca", "revoke", "--name", "alice", "--dir", dir)
     expect(r.ok).toBe(true)
     expect(r.stdout).toContain(`revoked serial ${alice.serialNumber.replace(/^0+/, "")}`)
+    // revocation is live (src/pki/liveRevocations.ts): nothing asks for a restart
+    expect([r.stdout.includes("restart the"), r.stdout.includes("refuse the certificate without a restart")]).toEqual([false, true])
     const again = yield* attest("ca", "revoke", "--serial", alice.serialNumber, "--dir", dir)
     expect(again.ok).toBe(true)
     expect(again.stdout).toContain("already revoked")

@@ -41,7 +41,7 @@ describe("attest push-agent", () => {
       const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } }).pipe(
         Effect.provide(TpmSimulator.layer({ stateFile: join(dataDir, "simulated-tpm.json") }))
       )
-      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" })
 
       const caFile = join(dir, "verifier-ca.pem")
       writeFileSync(caFile, env.ca)

@@ -47,7 +47,7 @@ describe("attest tee verify-snp", () => {
       const r = yield* runAttest("tee", "verify-snp", "--report", report, "--vcek", vcek, "--nonce", "bm9uY2U=", "--pubkey-x", x, "--pubkey-y", y, "--json")
       expect(r.ok).toBe(false)
       const verdict = JSON.parse(r.stdout) as { valid: boolean; failures: Array<{ type: string }> }
-      expect([verdict.valid, verdict.failures.map((f) => f.type)]).toEqual([false, ["tee.freshness_hash_failed"]])
+      expect([verdict.valid, verdict.failures.map((f) => f.type)]).toEqual([false, ["tee_attestation.freshness_hash_failed"]])
     })
   )
 })

@@ -21,6 +21,7 @@ import { replayPcrs } from "../../src/boot/replay.js"
 import { generateEarKey, jwksDocument, keysFromJwks, signEar, verifyEar } from "../../src/ear/index.js"
 import { loadRuntimePolicy } from "../../src/ima/load.js"
 import { verifyIma } from "../../src/ima/verify.js"
+import { TEE_FAILURE } from "../../src/tee/failures.js"
 import { verifySnpEvidence } from "../../src/tee/snp/verify.js"
 import { defaultSeverityPolicy } from "../../src/verifier/evaluate/severity.js"
 import { verifyEvidenceRequest } from "../../src/verifier/verifyEvidence.js"
@@ -189,7 +190,7 @@ const everyKind = async (page: Page) => {
 
   expect(await check(page, "snp", { report: { file: snpReport }, vcek: { file: vcek } })).toEqual({ valid: true, types: [] })
   expect(await check(page, "snp", { report: { file: flippedReport }, vcek: { file: vcek } })).toEqual({ valid: false, types: serverSnp(flippedReport) })
-  expect(serverSnp(flippedReport)).toEqual(["tee.invalid_signature"])
+  expect(serverSnp(flippedReport)).toEqual([TEE_FAILURE.invalidSignature])
 
   expect(await check(page, "ear", { token: ear, jwks })).toEqual({ valid: true, types: [] })
   expect(await check(page, "ear", { token: flippedEar, jwks })).toEqual({ valid: false, types: await serverEar(flippedEar) })

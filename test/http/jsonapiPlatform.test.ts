@@ -18,6 +18,7 @@ class V2 extends HttpApiGroup.make("v2").add(
 ) {}
 class V3 extends HttpApiGroup.make("v3")
   .add(HttpApiEndpoint.get("thing", "/things/:id").setPath(Schema.Struct({ id: Schema.NumberFromString })))
+  .add(HttpApiEndpoint.post("upload", "/uploads").setPayload(Schema.Union(Schema.Struct({ name: Schema.String }), Schema.Uint8ArrayFromSelf, Schema.String)))
   .add(HttpApiEndpoint.get("boom", "/boom"))
   .prefix("/v3")
 {}
@@ -28,7 +29,11 @@ const handlers = Layer.mergeAll(
   HttpApiBuilder.group(Api, "v3", (h) =>
     h
       .handleRaw("thing", ({ path }) => Effect.succeed(jsonApiResponse(200, { data: { type: "thing", id: String(path.id), attributes: {} } })))
-      .handleRaw("boom", () => Effect.die(new Error("kaboom"))))
+      .handleRaw("boom", () => Effect.die(new Error("kaboom")))
+      .handle("upload", ({ payload }) =>
+        Effect.succeed(jsonApiResponse(201, {
+          data: { type: "upload", attributes: { read: payload instanceof Uint8Array ? `bytes:${payload.length}` : typeof payload === "string" ? `text:${payload}` : `json:${payload.name}` } }
+        }))))
 )
 
 class Url extends Context.Tag("test/Url")<Url, string>() {}
@@ -73,6 +78,24 @@ describe("platform: version families", () => {
         expect(big).toMatchObject({ status: 413, contentType: JSON_API_MEDIA_TYPE, json: { errors: [{ status: "413", title: "Payload Too Large" }] } })
         const boom = yield* req("GET", "/v3.0/boom")
         expect(boom).toMatchObject({ status: 500, contentType: JSON_API_MEDIA_TYPE, json: { errors: [{ status: "500", detail: "Internal Server Error" }] } })
+      }))
+
+    it.effect("a v3 route whose payload the API decodes answers every media type (the body is read once, never twice)", () =>
+      Effect.gen(function*() {
+        const baseUrl = yield* Url
+        const send = (type: string) =>
+          rawRequest({ method: "POST", baseUrl, path: "/v3.0/uploads", body: "{\"name\":\"n\"}", headers: { "content-type": type } }).pipe(
+            Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error(`${type}: not answered within 20 s`) }),
+            Effect.map((r) => [r.status, (JSON.parse(r.body) as { data?: { attributes: { read: string } } }).data?.attributes.read]),
+            Effect.orDie
+          )
+        expect(yield* send("application/json")).toEqual([201, "json:n"])
+        expect(yield* send("text/plain")).toEqual([201, "text:{\"name\":\"n\"}"])
+        // read as bytes by the decoder: before the fix it waited for a stream already consumed
+        expect(yield* send("application/octet-stream")).toEqual([201, "bytes:12"])
+        expect(yield* send(JSON_API_MEDIA_TYPE)).toEqual([201, "bytes:12"])
+        const multipart = yield* send("multipart/form-data; boundary=b")
+        expect(multipart[0]).toBeGreaterThanOrEqual(400)
       }))
 
     it.effect("a v2 prefix does not reach v3 routes", () =>

@@ -52,10 +52,15 @@ const env = Layer.effect(Url, Effect.map(BoundListeners, (b) => b.get("plain")!.
   Layer.provide(HttpApiBuilder.api(TestApi).pipe(Layer.provide(Handlers)))
 )
 
-const req = (method: string, path: string, body?: string) =>
+const req = (method: string, path: string, body?: string, contentType: string | undefined = "application/json") =>
   Effect.flatMap(Url, (baseUrl) =>
-    rawRequest({ method, baseUrl, path, ...(body === undefined ? {} : { body, headers: { "content-type": "application/json" } }) })
-  ).pipe(Effect.map((r) => ({ status: r.status, contentType: r.contentType, json: JSON.parse(r.body) as unknown })), Effect.orDie)
+    rawRequest({ method, baseUrl, path, ...(body === undefined ? {} : { body, headers: contentType === undefined ? {} : { "content-type": contentType } }) })
+  ).pipe(
+    // bounded: a request the platform never answers fails here instead of hanging the suite
+    Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error(`${method} ${path} (${contentType}) not answered within 20 s`) }),
+    Effect.map((r) => ({ status: r.status, contentType: r.contentType, json: JSON.parse(r.body) as unknown })),
+    Effect.orDie
+  )
 
 describe("server platform", () => {
   layer(env, { excludeTestServices: true })((it) => {
@@ -102,6 +107,30 @@ describe("server platform", () => {
           results: {}
         })
         expect((yield* req("GET", "/v2.6/boom")).json).toEqual({ code: 500, status: "Internal Server Error", results: {} })
+      }))
+
+    it.effect("reads application/json, any application/…+json and a body without Content-Type as JSON", () =>
+      Effect.gen(function*() {
+        const body = JSON.stringify({ name: "a", port: 80 })
+        const created = { code: 201, status: "Created", results: {} }
+        for (const type of ["application/json", "application/json; charset=utf-8", "application/vnd.api+json", "Application/Problem+JSON", undefined]) {
+          expect([type, (yield* req("POST", "/v2.6/things", body, type)).json]).toEqual([type, created])
+        }
+      }))
+
+    it.effect("answers a media type it does not take with a 415 envelope naming it, whatever the decoder would have read", () =>
+      Effect.gen(function*() {
+        const body = JSON.stringify({ name: "a", port: 80 })
+        for (const type of ["text/plain", "application/octet-stream", "multipart/form-data; boundary=b", "application/x-www-form-urlencoded", "image/png"]) {
+          const media = type.split(";")[0]
+          expect([type, yield* req("POST", "/v2.6/things", body, type)]).toEqual([type, {
+            status: 415,
+            contentType: "application/json",
+            json: { code: 415, status: `Unsupported Media Type: the request body must be JSON (application/json), not ${media}`, results: {} }
+          }])
+        }
+        // a body on GET is not a payload: ignored, whatever its type
+        expect((yield* req("GET", "/v2.6/things/t1", "hello", "text/plain")).status).toBe(200)
       }))
 
     it.effect("refuses bodies over the limit, with or without a content-length", () =>

@@ -2,15 +2,17 @@
  * The authorization matrix of the API 3.0 administration routes over HTTPS, on SQLite and
  * PostgreSQL (spec §5.2, §7.3): anonymous, admin by mTLS, the agent itself with its token, another
  * agent, an expired token, the agent's token plus a valid admin certificate (treated as the agent:
- * never a fallback to mTLS), a malformed header. Exact statuses and texts. Then a push agent's
- * administration: its resource with the push block, PATCH accept_attestations (TIMEOUT and back),
- * reactivate forgetting its failures.
+ * never a fallback to mTLS), a malformed header. Exact statuses and texts. The admin's reactivation
+ * of the agent ends its token (a token is bound to its enrolment): its DELETE, the last route, sees
+ * the token refused. Then a push agent's administration: its resource with the push block, PATCH
+ * accept_attestations (TIMEOUT and back), reactivate forgetting its failures.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { backends } from "../verifier/support.js"
 import { ADMIN, callAs, callers, EXPIRED, FORMAT, matrixTokens, OWNER, type Route, runMatrix } from "./authorizationMatrix.js"
+import { EndedText } from "../../src/verifier/push/auth.js"
 import { attestOnce, enrol, openSession, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -41,8 +43,6 @@ const routes: ReadonlyArray<Route> = [
   { method: "PATCH", path: `/v3.0/agents/${D}`, body: noChange, expect: adminOnly },
   { method: "PUT", path: `/v3.0/agents/${D}/stop`, expect: adminOnly },
   { method: "PUT", path: `/v3.0/agents/${D}/reactivate`, expect: adminOnly },
-  { method: "PUT", path: `/v3.0/agents/${A}/reactivate`, expect: adminOnly },
-  { method: "DELETE", path: `/v3.0/agents/${A}`, expect: adminOnly },
   { method: "GET", path: "/v3.0/policies/ima", expect: adminOnly },
   { method: "POST", path: "/v3.0/policies/ima", body: badIma, expect: adminOnly },
   { method: "GET", path: "/v3.0/policies/ima/none", expect: adminOnly },
@@ -52,7 +52,10 @@ const routes: ReadonlyArray<Route> = [
   { method: "POST", path: "/v3.0/refstates/uefi", body: badUefi, expect: adminOnly },
   { method: "GET", path: "/v3.0/refstates/uefi/none", expect: adminOnly },
   { method: "PATCH", path: "/v3.0/refstates/uefi/none", body: badUefi, expect: adminOnly },
-  { method: "DELETE", path: "/v3.0/refstates/uefi/none", expect: adminOnly }
+  { method: "DELETE", path: "/v3.0/refstates/uefi/none", expect: adminOnly },
+  // the last two: the admin's reactivation of A ends A's token, its delete removes A
+  { method: "PUT", path: `/v3.0/agents/${A}/reactivate`, expect: adminOnly },
+  { method: "DELETE", path: `/v3.0/agents/${A}`, expect: { ...adminOnly, own: [401, EndedText.reactivated], ownPlusAdmin: [401, EndedText.reactivated] } }
 ]
 
 describe.each(backends)("v3 administration authorization on %s", (backend, available) => {
@@ -61,12 +64,13 @@ describe.each(backends)("v3 administration authorization on %s", (backend, avail
       const env = yield* PushTestEnv
       for (const id of [A, B, C, D]) yield* enrol(id)
       const tokens = yield* matrixTokens({ own: A, other: B, expired: C })
-      // DELETE of A as admin is the last call of the matrix: the other callers of that route go first
-      const ordered = (r: Route) => (r.method === "DELETE" && r.path.includes("/agents/") ? [...callers.filter((c) => c !== "admin"), "admin" as const] : callers)
+      // the admin's reactivation and DELETE of A are the last calls of their routes: the other callers go first
+      const ordered = (r: Route) => (r.path === `/v3.0/agents/${A}` && r.method === "DELETE") || r.path === `/v3.0/agents/${A}/reactivate`
+        ? [...callers.filter((c) => c !== "admin"), "admin" as const]
+        : callers
       yield* runMatrix(routes, callAs(env, tokens), ordered)
-      // the admin's DELETE happened (A is active in pull mode and polled by no process here: TERMINATED
-      // for the polling process); D was stopped and reactivated, nothing else changed it
-      expect((yield* env.request("GET", `/v3.0/agents/${A}`, { admin: true })).json.data.attributes.operational_state).toEqual(8)
+      // the admin's DELETE happened (a push agent is deleted at once); D was stopped and reactivated, nothing else changed it
+      expect((yield* env.request("GET", `/v3.0/agents/${A}`, { admin: true })).status).toEqual(404)
       const d = yield* env.request("GET", `/v3.0/agents/${D}`, { admin: true })
       expect([d.status, d.json.data.attributes.operational_state]).toEqual([200, 1])
     }).pipe(Effect.provide(Layer.merge(pushVerifier(backend), simulatedAgent("v3-admin-authz")))), 180_000)
@@ -76,8 +80,15 @@ describe.each(backends)("v3 administration authorization on %s", (backend, avail
       const env = yield* PushTestEnv
       const admin = { admin: true } as const
       yield* enrol(A)
+      // a push agent from its enrolment: accepting, nothing attested yet
       const before = yield* env.request("GET", `/v3.0/agents/${A}`, admin)
-      expect([before.status, before.json.data.attributes.push]).toEqual([200, null])
+      expect([before.status, before.json.data.attributes.push]).toEqual([200, {
+        accept_attestations: true,
+        consecutive_attestation_failures: 0,
+        last_received_attestation: null,
+        attestation_deadline: null,
+        latest_attestation: null
+      }])
 
       const token = (yield* openSession(A)).token!
       const first = yield* attestOnce(A, token)

@@ -1,16 +1,19 @@
 /**
  * Time in the push model, under TestClock: the deadline fires at quote_interval * 5 and acceptance
- * stops (status TIMEOUT), a restarted verifier applies a deadline that passed while it was down, an
- * admin reactivation restores acceptance and the next pass keeps it; a premature attestation is
- * refused with the seconds to wait; tokens expire after session_lifetime and a pass extends them;
- * session creation is rate limited per agent with the seconds until the window frees; each minute,
+ * stops (status TIMEOUT); a restarted verifier gives every agent one full deadline from its start
+ * (from the moment it listens) before a deadline that passed while it was down ends acceptance,
+ * and an agent that attests within it never times out; an admin reactivation restores acceptance
+ * and the next pass keeps it; a premature attestation is refused with the seconds to wait; tokens
+ * expire after session_lifetime and a pass extends them; session creation is rate limited per
+ * client address and tokens per agent, with the seconds until the window frees; each minute,
  * attestations beyond an agent's latest push_attestations_kept are deleted.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
-import { capabilitiesOf, collectEvidence, popProof } from "../../src/push-agent/evidence.js"
+import { capabilitiesOf, collectEvidence } from "../../src/push-agent/evidence.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { Attestations } from "../../src/verifier/push/Attestations.js"
+import { Liveness } from "../../src/verifier/push/Liveness.js"
 import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
 import { pushAttestationStatus } from "../../src/verifier/push/render.js"
 import { PushRepo } from "../../src/verifier/push/repo.js"
@@ -19,7 +22,7 @@ import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
 import type { DatabaseOptions } from "../../layers/Sql.js"
 import { verifierLayer } from "../verifier/support.js"
-import { enrol, SimAgent, simulatedAgent } from "./support.js"
+import { enrol, proveSession, SimAgent, simulatedAgent } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
 const domain = (db: DatabaseOptions, config: Parameters<typeof verifierLayer>[1] = {}) =>
@@ -66,12 +69,19 @@ describe("push liveness and time", () => {
         expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
 
-      // the verifier is down while the deadline passes; the next one applies it at start
+      // the verifier is down while the deadline passes; the next one gives the agent one full
+      // deadline (5 * 2 s) from its start, then applies it
       yield* TestClock.adjust(Duration.seconds(60))
       yield* Effect.gen(function*() {
         yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* TestClock.adjust(Duration.millis(9_999))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* TestClock.adjust(Duration.millis(1))
+        yield* settle
         expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
-        yield* (yield* Attestations).reactivate(AGENT)
+        yield* (yield* Agents).reactivate(AGENT)
         expect([(yield* pushState).accept_attestations, (yield* pushState).deadline_at]).toEqual([true, null])
         // no deadline until the next attestation: time alone does not time it out again
         yield* TestClock.adjust(Duration.seconds(600))
@@ -80,17 +90,44 @@ describe("push liveness and time", () => {
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-liveness"))), 60_000)
 
-  it.scoped("tokens expire after session_lifetime, a pass extends them; session creation is rate limited per agent", () =>
+  it.scoped("a restart is not a failure: an agent that attests within one deadline of the verifier listening never times out", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase(backend)
       yield* Effect.gen(function*() {
         yield* enrol(AGENT)
-        const sim = yield* SimAgent
+        expect((yield* attest).evaluation).toEqual("pass")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+
+      // down for a minute: the stored deadline (10 s after the pass) passed long ago
+      yield* TestClock.adjust(Duration.seconds(60))
+      yield* Effect.gen(function*() {
+        const liveness = yield* Liveness
+        // the domain is up 3 s before the listener binds: the grace runs from the listening
+        yield* TestClock.adjust(Duration.seconds(3))
+        yield* liveness.listening
+        yield* TestClock.adjust(Duration.seconds(9))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        // the agent is back 12 s after the start: its pass moves its deadline 10 s on
+        expect((yield* attest).evaluation).toEqual("pass")
+        yield* TestClock.adjust(Duration.seconds(5))
+        yield* settle
+        expect([(yield* pushState).accept_attestations, pushAttestationStatus(yield* pushState)]).toEqual([true, "PASS"])
+        // and its next deadline is applied as before
+        yield* TestClock.adjust(Duration.seconds(5))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-restart-grace"))), 60_000)
+
+  it.scoped("tokens expire after session_lifetime, a pass extends them; creations are limited per address, tokens per agent", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
         const sessions = yield* Sessions
         const methods = [{ authentication_class: "pop", authentication_type: "tpm_pop" }]
-        const s = yield* sessions.create({ agentId: AGENT, methods, clientAddress: "127.0.0.1" })
-        const proof = yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge))
-        const proved = yield* sessions.prove({ sessionId: s.session_id, agentId: AGENT, proof })
+        const proved = yield* proveSession(AGENT)
         expect(proved._tag).toEqual("Pass")
         const token = (proved as { token: string }).token
         yield* TestClock.adjust(Duration.seconds(179))
@@ -102,12 +139,23 @@ describe("push liveness and time", () => {
         yield* TestClock.adjust(Duration.seconds(1))
         expect(yield* Effect.flip(sessions.checkToken(token))).toMatchObject({ _tag: "TokenRefused", reason: "expired" })
 
-        // 15 per agent per 60 s (14 more: one was made above, outside the window now)
-        for (let i = 0; i < 15; i++) yield* sessions.create({ agentId: AGENT, methods, clientAddress: `10.0.0.${i}` })
-        const limited = yield* Effect.flip(sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.1.1" }))
-        expect(limited).toMatchObject({ _tag: "SessionRateLimited", scope: "agent", retryAfterSeconds: 60 })
+        // 50 creations per address per 60 s, whatever agent they name; another address is not affected
+        for (let i = 0; i < 50; i++) yield* sessions.create({ agentId: `other-${i}`, methods, clientAddress: "10.0.0.1" })
+        const limited = yield* Effect.flip(sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.0.1" }))
+        expect(limited).toMatchObject({ _tag: "SessionRateLimited", scope: "ip", retryAfterSeconds: 60 })
+        expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.0.2" })).agent_id).toEqual(AGENT)
+        // an IPv6 client is counted by its /64
+        for (let i = 0; i < 50; i++) yield* sessions.create({ agentId: AGENT, methods, clientAddress: `2001:db8:1:2::${i.toString(16)}` })
+        expect(yield* Effect.flip(sessions.create({ agentId: AGENT, methods, clientAddress: "2001:db8:1:2:ffff::1" }))).toMatchObject({ scope: "ip" })
         yield* TestClock.adjust(Duration.seconds(60))
-        expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.1.1" })).agent_id).toEqual(AGENT)
+        expect((yield* sessions.create({ agentId: AGENT, methods, clientAddress: "10.0.0.1" })).agent_id).toEqual(AGENT)
+
+        // 15 tokens per agent per 60 s: only its own proofs count (one was issued above, outside the window now)
+        const prove = proveSession(AGENT)
+        for (let i = 0; i < 15; i++) expect((yield* prove)._tag).toEqual("Pass")
+        expect(yield* Effect.flip(prove)).toMatchObject({ _tag: "SessionRateLimited", scope: "agent", retryAfterSeconds: 60 })
+        yield* TestClock.adjust(Duration.seconds(60))
+        expect((yield* prove)._tag).toEqual("Pass")
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-sessions"))), 60_000)
 

@@ -53,7 +53,7 @@ describe("push agent", () => {
       const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
       const source = yield* MeasurementSource
       const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
-      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" })
 
       const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const final = yield* runPushAgent({

@@ -2,8 +2,11 @@
  * The push tables on SQLite and PostgreSQL: an attestation index is taken once, the attestation
  * context reads the agent, its push row and its latest attestation in one statement, deadlines are
  * stored and expire acceptance, restoring acceptance clears them, deleting the agent removes
- * its push rows, pruning keeps each agent's latest attestations and anything still pending, and a
- * verdict writes the attestation, the push state and the active token all together or not at all.
+ * its push rows, pruning keeps each agent's latest attestations and anything still pending, a
+ * verdict writes the attestation, the push state and the active token all together or not at all,
+ * and sessions: a proof is stored once, a newer one replaces the agent's active session, an
+ * administrator's change ends them with its reason, the context read and the accept see the
+ * request's session, and expired sessions are deleted.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -88,8 +91,7 @@ describe.each(backends)("push repo on %s", (backend, available) => {
       const sql = yield* SqlClient.SqlClient
       yield* agents.add(AGENT, validBody())
       yield* repo.ensurePushAgent(AGENT, 1)
-      yield* repo.insertSession({ session_id: "s-active", agent_id: AGENT, challenge: "c", created_at: 1, challenges_expire_at: 2 })
-      yield* repo.activateSession({ sessionId: "s-active", agentId: AGENT, tokenHash: "h", expiresAt: 100, at: 1 })
+      yield* repo.activateSession({ sessionId: "s-active", agentId: AGENT, challenge: "c", createdAt: 1, challengesExpireAt: 2, tokenHash: "h", expiresAt: 100, at: 1 })
       const judged = (idx: number) =>
         Effect.zipRight(
           repo.insertAttestation({ agent_id: AGENT, idx, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 }),
@@ -138,5 +140,49 @@ describe.each(backends)("push repo on %s", (backend, available) => {
       expect(refused._tag).toEqual("Left")
       expect(yield* attestationOf(3)).toEqual(Option.some(["evaluating_evidence", "pending", null, null]))
       expect(yield* token).toEqual(Option.some(500))
+    })), 60_000)
+
+  it.live.skipIf(!available)("sessions: stored once, replaced, ended with a reason, seen by the context read and the accept, swept when expired", () =>
+    onFreshDatabase(backend, Effect.gen(function*() {
+      const agents = yield* Agents
+      const repo = yield* PushRepo
+      yield* agents.add(AGENT, { ...validBody(), attestation_model: "push" })
+      const session = (id: string, at: number) => ({ sessionId: id, agentId: AGENT, challenge: "c", createdAt: at, challengesExpireAt: at + 60, tokenHash: `h-${id}`, expiresAt: at + 180, at })
+      const stateOf = (id: string) => Effect.map(repo.findSession(id), Option.map((r) => [r.active, r.ended_reason, r.token_expires_at]))
+      expect(yield* repo.activateSession(session("s1", 1000))).toEqual(true)
+      // the same proof again stores nothing, and leaves the session as it is
+      expect(yield* repo.activateSession(session("s1", 1000))).toEqual(false)
+      expect(yield* stateOf("s1")).toEqual(Option.some([true, null, 1180]))
+      // a newer session replaces it
+      expect(yield* repo.activateSession(session("s2", 2000))).toEqual(true)
+      expect([yield* stateOf("s1"), yield* stateOf("s2")]).toEqual([Option.some([false, "replaced", 1180]), Option.some([true, null, 2180])])
+      // the context read carries the request's session; the accept takes evidence only in an active one
+      const context = (sessionId: string) => Effect.map(repo.attestationContext(AGENT, sessionId), (c) => Option.flatMap(c, (x) => x.session))
+      expect(yield* context("s2")).toEqual(Option.some({ agent_id: AGENT, active: true, ended_reason: null, token_expires_at: 2180 }))
+      expect(yield* context("nope")).toEqual(Option.none())
+      expect(Option.map(yield* repo.attestationContext(AGENT), (c) => c.agent.operational_state)).toEqual(Option.some(3))
+      yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 5000 })
+      expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 2100, "s1")).toEqual(false)
+      expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 2200, "s2")).toEqual(false) // its token expired at 2180
+      // an administrator's change ends every active session, saying why
+      expect(yield* repo.endAgentSessions(AGENT, "stopped")).toEqual(1)
+      expect(yield* stateOf("s2")).toEqual(Option.some([false, "stopped", 2180]))
+      expect(yield* context("s2")).toEqual(Option.some({ agent_id: AGENT, active: false, ended_reason: "stopped", token_expires_at: 2180 }))
+      expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 2100, "s2")).toEqual(false)
+      expect(yield* repo.activateSession(session("s3", 3000))).toEqual(true)
+      expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3100, "s3")).toEqual(true)
+      // the sweep: a session goes once its challenge and its token have both expired
+      expect(yield* repo.deleteExpiredSessions(1180)).toEqual(0)
+      expect(yield* repo.deleteExpiredSessions(1181)).toEqual(1)
+      expect(yield* repo.deleteExpiredSessions(2181)).toEqual(1)
+      expect([Option.isNone(yield* repo.findSession("s1")), Option.isNone(yield* repo.findSession("s2")), Option.isSome(yield* repo.findSession("s3"))]).toEqual([true, true, true])
+      // only an enrolled push agent has an enrolment to prove against
+      expect(Option.isSome(yield* repo.findPushEnrolment(AGENT))).toEqual(true)
+      yield* agents.add("pull-agent", validBody())
+      expect(yield* repo.findPushEnrolment("pull-agent")).toEqual(Option.none())
+      expect(yield* repo.findPushEnrolment("unknown")).toEqual(Option.none())
+      // one key for challenges, whichever process offers one first
+      const key = yield* repo.sessionKey("aa", 1)
+      expect([key, yield* repo.sessionKey("bb", 2)]).toEqual(["aa", "aa"])
     })), 60_000)
 })

@@ -6,6 +6,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import type * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
@@ -19,10 +20,14 @@ import { verifierSection } from "../../src/config/sections.js"
 import { type ClientTls, rawRequest } from "../../src/http/client.js"
 import { JSON_API_MEDIA_TYPE } from "../../src/http/jsonapi.js"
 import { CA_FILES } from "../../src/pki/ca.js"
+import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "../../src/push-agent/evidence.js"
+import type { PushAgentOptions } from "../../src/push-agent/PushAgent.js"
+import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
+import type { DatabaseOptions } from "../../layers/Sql.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
 import { validBody, verifierLayer } from "../verifier/support.js"
 
@@ -38,7 +43,19 @@ export interface PushEnv {
   readonly url: string
   readonly ca: string
   readonly admin: ClientTls
-  readonly request: (method: string, path: string, o?: { readonly body?: unknown; readonly token?: string; readonly admin?: boolean; readonly contentType?: string; readonly authorization?: string }) => Effect.Effect<Reply>
+  readonly request: (
+    method: string,
+    path: string,
+    o?: {
+      readonly body?: unknown
+      readonly token?: string
+      readonly admin?: boolean
+      readonly contentType?: string
+      readonly authorization?: string
+      /** A kept-alive connection of the caller's own (e.g. bound to another local address). */
+      readonly agent?: https.Agent
+    }
+  ) => Effect.Effect<Reply>
 }
 export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, PushEnv>() {}
 
@@ -47,11 +64,14 @@ export class PushTestEnv extends Context.Tag("test/PushTestEnv")<PushTestEnv, Pu
  * services (Agents, repositories, SqlClient) beside it for the tests' own steps (enrolment, SQL).
  */
 export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptions> = {}, server: { readonly maxBodyBytes?: number } = {}) =>
+  Layer.unwrapScoped(Effect.map(testDatabase(backend), (db) => pushVerifierOn(db, config, server)))
+
+/** The same on a database given (two of them on one database are two verifier processes sharing it). */
+export const pushVerifierOn = (db: DatabaseOptions, config: Partial<VerifierOptions> = {}, server: { readonly maxBodyBytes?: number } = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const work = yield* Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "attest-push-"))), (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true })))
     const caDir = join(work, "cv_ca")
     const section = sectionDefaults(verifierSection, { ca_dir: caDir, port: 0 })
-    const db = yield* testDatabase(backend)
     const domain = verifierLayer(db, { quote_interval: 1, ...config })
     const env = Layer.effect(
       PushTestEnv,
@@ -65,6 +85,7 @@ export const pushVerifier = (backend: TestBackend, config: Partial<VerifierOptio
             baseUrl: url,
             path,
             tls: o.admin === true ? admin : { ca },
+            ...(o.agent === undefined ? {} : { agent: o.agent }),
             headers: {
               ...(o.body === undefined ? {} : { "content-type": o.contentType ?? JSON_API_MEDIA_TYPE }),
               ...(o.token === undefined ? {} : { authorization: `Bearer ${o.token}` }),
@@ -129,7 +150,7 @@ export const policyOfMachine = (list: string): string => {
   })
 }
 
-/** Enrols the simulated agent (admin's step) with a runtime policy of its current IMA list (and `extra` fields of the body). */
+/** Enrols the simulated agent as a push agent (admin's step) with a runtime policy of its current IMA list (and `extra` fields of the body). */
 export const enrol = (agentId: string, extra: Readonly<Record<string, unknown>> = {}) =>
   Effect.gen(function*() {
     const sim = yield* SimAgent
@@ -141,6 +162,7 @@ export const enrol = (agentId: string, extra: Readonly<Record<string, unknown>> 
       runtime_policy: b64(policyOfMachine(list)),
       accept_tpm_hash_algs: ["sha256"],
       accept_tpm_signing_algs: ["rsassa"],
+      attestation_model: "push",
       ...extra
     }))
   })
@@ -191,4 +213,43 @@ export const verdict = (agentId: string) =>
       if (latest.json?.data?.attributes?.stage === "verification_complete" || Date.now() - started > 60_000) return latest
       yield* Effect.sleep("50 millis")
     }
+  })
+
+/**
+ * The push agent program's identity made in `dataDir` (on the TPM in context), enrolled as a push
+ * agent with its AK and a runtime policy of its machine; runPushAgent's options against the test
+ * verifier (attesting every second, short backoff).
+ */
+export const enrolledPushAgent = (agentId: string, dataDir: string) =>
+  Effect.gen(function*() {
+    const env = yield* PushTestEnv
+    const identity = yield* establishTpmIdentity({ agentId, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+    const list = Option.getOrThrow(yield* Effect.orDie((yield* MeasurementSource).imaList(0))).list
+    yield* Effect.orDie((yield* Agents).add(agentId, {
+      ...validBody(),
+      ak_tpm: b64(identity.ak.public),
+      runtime_policy: b64(policyOfMachine(list)),
+      accept_tpm_hash_algs: ["sha256"],
+      accept_tpm_signing_algs: ["rsassa"],
+      attestation_model: "push"
+    }))
+    return {
+      agentId,
+      dataDir,
+      contactIp: "127.0.0.1",
+      contactPort: 9002,
+      verifierUrl: env.url,
+      verifierCa: env.ca,
+      attestationIntervalSeconds: 1,
+      backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+    } satisfies PushAgentOptions
+  })
+
+/** A PoP session of the simulated agent through the Sessions service (no HTTP): created from `clientAddress`, then proved. */
+export const proveSession = (agentId: string, clientAddress = "127.0.0.1") =>
+  Effect.gen(function*() {
+    const sim = yield* SimAgent
+    const sessions = yield* Sessions
+    const s = yield* sessions.create({ agentId, methods: [{ authentication_class: "pop", authentication_type: "tpm_pop" }], clientAddress })
+    return yield* sessions.prove({ sessionId: s.session_id, agentId, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge)), clientAddress })
   })

@@ -173,6 +173,8 @@ export interface Call {
   readonly who?: Who
   readonly json?: unknown
   readonly body?: string
+  /** Content-Type of a `json` or `body` request (default application/json). */
+  readonly contentType?: string
 }
 
 export interface Parsed extends RawResponse {
@@ -186,9 +188,9 @@ export const call = (pki: TestPki, reg: RegistrarUnderTest, c: Call): Effect.Eff
     baseUrl: c.port === "http" ? reg.httpUrl : reg.httpsUrl,
     path: c.path,
     ...(c.json !== undefined
-      ? { body: JSON.stringify(c.json), headers: { "content-type": "application/json" } }
+      ? { body: JSON.stringify(c.json), headers: { "content-type": c.contentType ?? "application/json" } }
       : c.body !== undefined
-      ? { body: c.body, headers: { "content-type": "application/json" } }
+      ? { body: c.body, headers: { "content-type": c.contentType ?? "application/json" } }
       : {}),
     ...(c.port === "https" ? { tls: pki.clients[c.who ?? "admin"] } : {})
   }).pipe(

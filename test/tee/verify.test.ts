@@ -87,7 +87,7 @@ eachCryptoPort("the real Milan report with AMD's chain", () => {
         vcek[bit >> 3]! ^= 1 << (bit & 7)
         const r = await vSnp({ report: milanReport(), vcek: b64(vcek), freshness: undefined, policy: undefined }, { now })
         expect(r.failures.length).toBeGreaterThan(0)
-        for (const t of types(r)) expect(t).toMatch(/^tee\.(invalid_input|vcek_chain|tcb_mismatch|chip_id_mismatch|invalid_signature|invalid_public_key)$/)
+        for (const t of types(r)) expect(t).toMatch(/^tee_attestation\.(invalid_input|vcek_chain|tcb_mismatch|chip_id_mismatch|invalid_signature|invalid_public_key)$/)
       }),
       { numRuns: 200 }
     )
@@ -166,17 +166,17 @@ describe("snp_policy", () => {
     const report = signedReport(chain, f, { policy: 0x30000n | POLICY.debug, platformInfo: PLATFORM.smtEnabled })
     const policy = { allowed_measurements: ["00".repeat(48)], minimum_tcb: { snp: 9, microcode: 200, bootloader: 1 }, allow_smt: false, require_single_socket: true }
     const v = verify(report, { snp_policy: policy })
-    expect(types(v)).toEqual(["tee.policy.measurement", "tee.policy.minimum_tcb", "tee.policy.debug", "tee.policy.smt", "tee.policy.single_socket"])
+    expect(types(v)).toEqual(["tee_attestation.policy.measurement", "tee_attestation.policy.minimum_tcb", "tee_attestation.policy.debug", "tee_attestation.policy.smt", "tee_attestation.policy.single_socket"])
     expect(v.failures[1]!.context.message).toBe("reported TCB is below the minimum: snp 8 < 9, microcode 115 < 200")
   })
 
   it("tests each rule alone", () => {
     const cases: ReadonlyArray<[Record<string, unknown>, Parameters<typeof signedReport>[2], string]> = [
-      [{ allowed_measurements: ["ab".repeat(48)] }, {}, "tee.policy.measurement"],
-      [{ minimum_tcb: { tee: 1 } }, {}, "tee.policy.minimum_tcb"],
-      [{}, { policy: 0x30000n | POLICY.debug }, "tee.policy.debug"],
-      [{ allow_smt: false }, { platformInfo: PLATFORM.smtEnabled }, "tee.policy.smt"],
-      [{ require_single_socket: true }, {}, "tee.policy.single_socket"]
+      [{ allowed_measurements: ["ab".repeat(48)] }, {}, "tee_attestation.policy.measurement"],
+      [{ minimum_tcb: { tee: 1 } }, {}, "tee_attestation.policy.minimum_tcb"],
+      [{}, { policy: 0x30000n | POLICY.debug }, "tee_attestation.policy.debug"],
+      [{ allow_smt: false }, { platformInfo: PLATFORM.smtEnabled }, "tee_attestation.policy.smt"],
+      [{ require_single_socket: true }, {}, "tee_attestation.policy.single_socket"]
     ]
     for (const [policy, fields, type] of cases) {
       expect(types(verify(signedReport(chain, f, fields), { snp_policy: policy }))).toEqual([type])
@@ -230,7 +230,7 @@ describe("request checks", () => {
       fc.property(fc.jsonValue(), (value) => {
         const v = verifyTeeEvidence(value, opts)
         expect(v.valid).toBe(false)
-        for (const t of types(v)) expect(t).toMatch(/^tee\./)
+        for (const t of types(v)) expect(t).toMatch(/^tee_attestation\./)
       }),
       { numRuns: 200 }
     )
@@ -238,7 +238,7 @@ describe("request checks", () => {
     fc.assert(
       fc.property(fc.constantFrom(...paths), fc.jsonValue(), (path, value) => {
         const v = verifyTeeEvidence({ ...data, [path]: value }, opts)
-        for (const t of types(v)) expect(t).toMatch(/^tee\./)
+        for (const t of types(v)) expect(t).toMatch(/^tee_attestation\./)
         if (path !== "snp_policy") expect(v.valid).toBe(false)
       }),
       { numRuns: 300 }

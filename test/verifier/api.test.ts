@@ -42,6 +42,10 @@ for (const [backend, available] of backends) {
           expect(summary(yield* call({ method: "GET", path: "/v2.6/agents/?verifier=other" })).results).toEqual({ uuids: [] })
           const bulk = summary(yield* call({ method: "GET", path: "/v2.6/agents/?bulk=true" }))
           expect(Object.keys(bulk.results as object)).toEqual([A])
+          // as Keylime's tenant asks (`cvlist`, `bulkinfo`): an empty `verifier` is no filter, any `bulk` value is bulk
+          expect(summary(yield* call({ method: "GET", path: "/v2.6/agents/?verifier=" })).results).toEqual({ uuids: [[A]] })
+          const tenantBulk = summary(yield* call({ method: "GET", path: "/v2.6/agents/?bulk=True&verifier=" }))
+          expect(Object.keys(tenantBulk.results as object)).toEqual([A])
           expect(summary(yield* call({ method: "POST", path: `/v2.6/agents/${A}`, json: validBody() }))).toEqual({
             status: 409,
             text: (record("ver-add-duplicate").response.body as { status: string }).status,

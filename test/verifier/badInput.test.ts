@@ -52,14 +52,14 @@ const CASES: ReadonlyArray<Case> = [
   { name: "agent: runtime_policy not base64", method: "POST", path: `/v2.6/agents/${ID}`, body: set("runtime_policy", "%%%"), status: 400, text: /^runtime_policy / },
   { name: "agent: runtime_policy not JSON", method: "POST", path: `/v2.6/agents/${ID}`, body: set("runtime_policy", b64("not json")), status: 400, text: /^Exception error: Expecting value/ },
   { name: "agent: mb_policy not JSON", method: "POST", path: `/v2.6/agents/${ID}`, body: set("mb_policy", "{x"), status: 400, text: /^mb_policy / },
-  { name: "agent: bad id", method: "POST", path: "/v2.6/agents/bad%20id!", body: validBody, status: 400, text: "agent_id not not valid" },
+  { name: "agent: bad id", method: "POST", path: "/v2.6/agents/bad%20id!", body: validBody, status: 400, text: /^agent_id not valid: an agent id must be 1-255 characters/ },
   { name: "agent: unknown runtime policy name", method: "POST", path: `/v2.6/agents/${ID}`, body: () => ({ ...validBody(), runtime_policy: "", runtime_policy_name: "nope" }), status: 404, text: "Could not find IMA policy with name nope!" },
   { name: "agent: unknown mb policy name", method: "POST", path: `/v2.6/agents/${ID}`, body: set("mb_policy_name", "nope-mb"), status: 404, text: "Could not find mb_policy with name nope-mb!" },
   // --- other agent routes ---------------------------------------------------------------------
-  { name: "show: bad id", method: "GET", path: "/v2.6/agents/bad%20id!", status: 400, text: "agent_id not not valid" },
+  { name: "show: bad id", method: "GET", path: "/v2.6/agents/bad%20id!", status: 400, text: /^agent_id not valid: an agent id must be 1-255 characters/ },
   { name: "show: unknown", method: "GET", path: `/v2.6/agents/${ID}`, status: 404, text: "agent id not found" },
   { name: "delete: unknown", method: "DELETE", path: `/v2.6/agents/${ID}`, status: 404, text: "agent id not found" },
-  { name: "delete: bad id", method: "DELETE", path: "/v2.6/agents/bad%20id!", status: 400, text: "agent_id not not valid" },
+  { name: "delete: bad id", method: "DELETE", path: "/v2.6/agents/bad%20id!", status: 400, text: /^agent_id not valid: an agent id must be 1-255 characters/ },
   { name: "stop: unknown", method: "PUT", path: `/v2.6/agents/${ID}/stop`, status: 400, text: "Exception error: No row was found when one was required" },
   { name: "reactivate: unknown", method: "PUT", path: `/v2.6/agents/${ID}/reactivate`, status: 400, text: "Exception error: No row was found when one was required" },
   // --- runtime policies -----------------------------------------------------------------------

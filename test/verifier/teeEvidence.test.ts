@@ -75,7 +75,7 @@ describe("verify/evidence type tee (AMD SEV-SNP) over HTTPS", () => {
       expect(missing).toEqual({
         status: 400,
         text: "Bad Request",
-        results: { valid: false, claims: {}, failures: [{ type: "tee.missing_param", context: { message: "missing parameter \"tee-evidence\"" } }] }
+        results: { valid: false, claims: {}, failures: [{ type: "tee_attestation.missing_param", context: { message: "missing parameter \"tee-evidence\"" } }] }
       })
     }))
 })

@@ -127,10 +127,10 @@ describe("verify/evidence request logic", () => {
     const tee = { "tee-evidence": { tee: "snp", evidence: { "snp-report": "AAAA" } }, nonce: "bm9uY2U=", "tee-pubkey-x-b64": "eA", "tee-pubkey-y-b64": "eQ" }
     const verifyTee: TeeVerifier = (data) => {
       const report = (data as { "tee-evidence": { evidence: Record<string, unknown> } })["tee-evidence"].evidence["snp-report"]
-      if (report === undefined) return { valid: false, failures: [{ type: "tee.missing_param", context: { message: `missing parameter "snp-report"` } }], claims: {} }
+      if (report === undefined) return { valid: false, failures: [{ type: "tee_attestation.missing_param", context: { message: `missing parameter "snp-report"` } }], claims: {} }
       return report === "AAAA"
         ? { valid: true, failures: [], claims: { measurement: "00" } }
-        : { valid: false, failures: [{ type: "tee.invalid_signature", context: { message: "bad" } }], claims: { measurement: "11" } }
+        : { valid: false, failures: [{ type: "tee_attestation.invalid_signature", context: { message: "bad" } }], claims: { measurement: "11" } }
     }
     const c = { ...ctx, verifyTee }
     expect(Either.getOrThrow(run(tee, "2.6", c, "tee")).results).toEqual({ valid: true, claims: { measurement: "00" }, failures: [] })
@@ -140,10 +140,10 @@ describe("verify/evidence request logic", () => {
     })
     expect(inputError(run({ ...tee, "tee-evidence": { tee: "snp", evidence: { other: 1 } } }, "2.6", c, "tee"))).toMatchObject({ text: "Bad Request" })
     expect(inputError(run({ ...tee, "tee-pubkey-y-b64": "" }, "2.6", c, "tee"))).toMatchObject({
-      results: { failures: [{ type: "tee.missing_param", context: { message: `missing parameter "tee-pubkey-y-b64"` } }] }
+      results: { failures: [{ type: "tee_attestation.missing_param", context: { message: `missing parameter "tee-pubkey-y-b64"` } }] }
     })
     // No TEE verifier configured: never valid.
-    expect(Either.getOrThrow(run(tee, "2.6", ctx, "tee")).results).toMatchObject({ valid: false, failures: [{ type: "tee.invalid.tee" }] })
+    expect(Either.getOrThrow(run(tee, "2.6", ctx, "tee")).results).toMatchObject({ valid: false, failures: [{ type: "tee_attestation.invalid.tee" }] })
   })
 })
 

@@ -1,12 +1,14 @@
 /**
  * The config sections `attest up` runs its parts with: everything under the data directory (the
  * CA in cv_ca, SQLite files, the simulated TPMs' manufacturer CA as the EK trust store), on the
- * loopback address it was given. The parts run exactly as `attest registrar`, `attest verifier` and
+ * address it was given (loopback unless --expose-on-network: hosts.ts; the tenant reaches a
+ * wildcard through loopback). The parts run exactly as `attest registrar`, `attest verifier` and
  * `attest tenant` would with these sections.
  */
 import * as path from "node:path"
 import type { LogFormat } from "../../config/operationsOptions.js"
 import { sectionDefaults } from "../../config/load.js"
+import { localReach } from "../../http/loopback.js"
 import {
   type RegistrarOptions,
   registrarSection,
@@ -24,7 +26,10 @@ export interface UpOptions {
   readonly agents: number
   /** Push-model agents (API 3.0, no listening port) started beside the pull agents. */
   readonly push: number
+  /** Where the servers, agents and metrics listen: loopback unless `exposeOnNetwork` (hosts.ts). */
   readonly host: string
+  /** Allows a `host` that is not loopback; the dashboard stays on loopback regardless. */
+  readonly exposeOnNetwork: boolean
   readonly registrarPort: number
   readonly registrarTlsPort: number
   readonly verifierPort: number
@@ -96,9 +101,9 @@ export const upVerifierSection = (o: UpOptions, dataDir: string): VerifierOption
 /** The `[tenant]` section `attest up` enrols its agents with (the generated admin certificate). */
 export const upTenantSection = (o: UpOptions, dataDir: string, ports: { readonly verifier: number; readonly registrar: number }): TenantOptions =>
   sectionDefaults(tenantSection, {
-    verifier_ip: o.host,
+    verifier_ip: localReach(o.host),
     verifier_port: ports.verifier,
-    registrar_ip: o.host,
+    registrar_ip: localReach(o.host),
     registrar_port: ports.registrar,
     tls_dir: "default",
     ca_dir: path.join(dataDir, "cv_ca"),

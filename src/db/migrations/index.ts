@@ -15,6 +15,7 @@ import m0020 from "./0020_push_agents.js"
 import m0021 from "./0021_push_sessions.js"
 import m0022 from "./0022_push_attestations.js"
 import m0023 from "./0023_verifier_last_verdict.js"
+import m0024 from "./0024_push_session_binding.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -28,5 +29,6 @@ export const migrations = {
   "0020_push_agents": m0020,
   "0021_push_sessions": m0021,
   "0022_push_attestations": m0022,
-  "0023_verifier_last_verdict": m0023
+  "0023_verifier_last_verdict": m0023,
+  "0024_push_session_binding": m0024
 } as const

@@ -1,6 +1,6 @@
 /**
  * `snp_policy` rules over a verified report: allowed launch measurements, a minimum reported TCB,
- * no debugging, SMT off, single socket. One failure per violated rule (`tee.policy.<rule>`), each
+ * no debugging, SMT off, single socket. One failure per violated rule (`tee_attestation.policy.<rule>`), each
  * saying what the report holds and what the policy wants.
  */
 import { type Failure, makeFailure, type SnpPolicy } from "../../../schemas/Evidence.js"

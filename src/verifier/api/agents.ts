@@ -20,7 +20,7 @@ import {
 import { VersionInfo } from "../../../schemas/Registrar.js"
 import { AgentCreateBody, AgentListQuery, AgentListResults, AnyAgentStatus } from "../../../schemas/Verifier.js"
 
-/** Any text: the handler checks the id (Keylime's "agent_id not not valid"). */
+/** Any text: the handler checks the id (400 "agent_id not valid: …", texts.ts badAgentId). */
 export const AgentPath = Schema.Struct({ agent_id: Schema.String })
 
 /** Public, unversioned: the versions this verifier serves. */
@@ -38,7 +38,7 @@ export class VerifierAgentsGroup extends HttpApiGroup.make("agents")
       .addSuccess(Envelope(AgentListResults))
       .annotate(
         OpenApi.Summary,
-        "List agent ids as `uuids` (1-element lists); `?verifier=<id>` keeps one verifier's agents; `?bulk=true` answers every agent's status by id (admin)"
+        "List agent ids as `uuids` (1-element lists); `?verifier=<id>` keeps one verifier's agents (empty: all); `?bulk` (any value, Keylime's tenant sends `True`) answers every agent's status by id (admin)"
       )
   )
   .add(

@@ -20,8 +20,8 @@ export const VerifierFailureType = {
   missingParam: "default.missing_param",
   missingPolicy: "default.missing_policy",
   invalidParam: "default.invalid_param",
-  teeMissingParam: "tee.missing_param",
-  teeInvalid: "tee.invalid.tee"
+  teeMissingParam: "tee_attestation.missing_param",
+  teeInvalid: "tee_attestation.invalid.tee"
 } as const
 
 /** The text Keylime gives a nonce mismatch (its identity/evidence answers carry it verbatim). */
@@ -55,10 +55,15 @@ export const invalidPcr16 = (got: string, expected: string): Failure =>
 
 export const missingPcr16 = (): Failure => makeFailure(VerifierFailureType.missingPcr16, "Data PCR 16 is missing in quote, but is required")
 
-export const pcrNotAllowed = (pcr: number, got: string, expected: ReadonlySet<string>): Failure =>
-  makeFailure(VerifierFailureType.invalidPcr(pcr), "PCR value is not in allowlist", { got, expected: [...expected] })
+// Keylime words these PCR failures under `context.context`; attest keeps its `message` beside it
+const PCR_NOT_ALLOWED = "PCR value is not in allowlist"
+const PCRS_MISSING = "PCRs are missing in quote"
 
-export const missingPcrs = (pcrs: ReadonlyArray<number>): Failure => makeFailure(VerifierFailureType.missingPcrs, "PCRs are missing in quote", { data: pcrs })
+export const pcrNotAllowed = (pcr: number, got: string, expected: ReadonlySet<string>): Failure =>
+  makeFailure(VerifierFailureType.invalidPcr(pcr), PCR_NOT_ALLOWED, { context: PCR_NOT_ALLOWED, got, expected: [...expected] })
+
+export const missingPcrs = (pcrs: ReadonlyArray<number>): Failure =>
+  makeFailure(VerifierFailureType.missingPcrs, PCRS_MISSING, { context: PCRS_MISSING, data: pcrs })
 
 export const unusedImaPcr = (): Failure => makeFailure(VerifierFailureType.unusedPcr(10), "IMA PCR in policy, but no measurement list provided")
 

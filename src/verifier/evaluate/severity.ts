@@ -130,10 +130,10 @@ export const severityOf = (policy: SeverityPolicy, eventId: string): SeverityLab
 /**
  * Keylime's recoverability, by component: a failure of the quote itself, of its algorithms or of
  * the request (`qoute_validation.*`, `internal.*`, `default.*`, TEE evidence: Keylime's
- * `tee_attestation.*`, src/tee's `tee.*`) ends the checks early and is irrecoverable; PCR, IMA and
+ * `tee_attestation.*`, src/tee's too) ends the checks early and is irrecoverable; PCR, IMA and
  * measured-boot findings are recoverable.
  */
-const IRRECOVERABLE = ["qoute_validation.", "internal.", "default.", "tee_attestation.", "tee."]
+const IRRECOVERABLE = ["qoute_validation.", "internal.", "default.", "tee_attestation."]
 
 export const isRecoverable = (type: string): boolean => !IRRECOVERABLE.some((p) => type.startsWith(p))
 

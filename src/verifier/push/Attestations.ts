@@ -5,7 +5,10 @@
  * with the one evaluator (`evaluateEvidence`) and records pass or fail with its reason, the
  * agent's push state and its next deadline. Push agents are gated by 503 verification_in_progress
  * and 429 premature_attestation only: a push agent whose acceptance ended may POST again to
- * recover (Keylime's 403 agent_attestations_disabled is for pull agents).
+ * recover (Keylime's 403 agent_attestations_disabled is for pull agents); one an administrator
+ * stopped is refused. Both phases are bound to the session of the request's token: its row is read
+ * with the context (phase 1, and phase 2 when it reads) and checked by the accept (phase 2), so a
+ * session an administrator's change ended, in any process, creates and accepts nothing.
  */
 import * as crypto from "node:crypto"
 import { Clock, Duration, Effect, Either, FiberSet, Option } from "effect"
@@ -19,7 +22,9 @@ import type { TpmEvidence } from "../evaluate/types.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
+import { OperationalState } from "../states.js"
 import {
+  AgentStopped,
   AttestationNotFound,
   ChallengesExpired,
   CreationConflict,
@@ -27,6 +32,7 @@ import {
   OldAttestation,
   PrematureAttestation,
   PushAgentNotFound,
+  TokenRefused,
   VerificationInProgress
 } from "./errors.js"
 import { evidenceOf, failureReasonOf } from "./evidence.js"
@@ -35,8 +41,8 @@ import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
 import type { AttestationStatements } from "./attestationStatements.js"
 import { PushRepo } from "./repo.js"
-import type { AttestationRow, LatestAttestation, PushAgentFacts } from "./rows.js"
-import { Sessions } from "./Sessions.js"
+import type { AttestationContext, AttestationRow, LatestAttestation, PushAgentFacts } from "./rows.js"
+import { sessionRefusal, Sessions } from "./Sessions.js"
 
 /** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */
 const bootSeconds = (text: string): number | undefined => {
@@ -58,6 +64,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const sessions = yield* Sessions
     const liveness = yield* Liveness
     const config = yield* VerifierConfig
+    const clock = yield* Effect.clock
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const handoffs = makeHandoffs()
@@ -70,9 +77,28 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
 
     const findAgent = (agentId: string) =>
       Effect.flatMap(agents.findView(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
-    /** The agent's facts, push row and latest attestation: what both phases read, in one statement (from the repo, or a group's statements). */
-    const contextOf = (agentId: string, from: Pick<AttestationStatements, "attestationContext"> = repo) =>
-      Effect.flatMap(from.attestationContext(agentId), Option.match({ onNone: () => Effect.fail(new PushAgentNotFound({ agentId })), onSome: Effect.succeed }))
+    /**
+     * The agent's facts, push row, latest attestation and (with `sessionId`) the state of the
+     * request's session: what both phases read, in one statement (from the repo, or a group's
+     * statements). The session must still authenticate the agent at `now`.
+     */
+    const contextOf = (agentId: string, from: Pick<AttestationStatements, "attestationContext"> = repo, sessionId?: string) =>
+      Effect.flatMap(from.attestationContext(agentId, sessionId), (found): Effect.Effect<AttestationContext, PushAgentNotFound | TokenRefused> => {
+        if (Option.isNone(found)) return Effect.fail(new PushAgentNotFound({ agentId }))
+        const refusal = sessionId === undefined ? undefined : refusalOf(agentId, found.value, clock.unsafeCurrentTimeMillis())
+        return refusal === undefined ? Effect.succeed(found.value) : Effect.fail(refusal)
+      })
+    /** Why the request's session, as the context read it, no longer authenticates the agent at `now`. */
+    const refusalOf = (agentId: string, context: AttestationContext, now: number) =>
+      Option.isNone(context.session) ? new TokenRefused({ reason: "unknown" }) : sessionRefusal(context.session.value, agentId, now)
+    /** An agent that is gone: when the request's session ended with it, the token's refusal says so. */
+    const whyMissing = (sessionId: string | undefined) => (e: PushAgentNotFound) =>
+      sessionId === undefined
+        ? Effect.fail(e)
+        : Effect.flatMap(Effect.zip(repo.findSession(sessionId), Clock.currentTimeMillis), ([session, now]) => {
+          const refusal = Option.isSome(session) ? sessionRefusal(session.value, e.agentId, now) : new TokenRefused({ reason: "unknown" })
+          return Effect.fail(refusal ?? e)
+        })
     /** The stored evaluation state as written (the verdict keeps it when it judges nothing). */
     const priorEncodedOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) => Option.isSome(push) ? push.value.evaluation_state : null
     const priorStateOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) =>
@@ -81,10 +107,11 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         : Either.getOrElse(decodeEvaluationState(push.value.evaluation_state), () => initialEvaluationState)
 
     /** Phase 1: its read and its insert on one reserved connection (nothing else in it touches the database). */
-    const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
+    const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }, sessionId?: string) =>
       repo.grouped((db) => Effect.gen(function*() {
-        const context = yield* contextOf(agentId, db)
+        const context = yield* contextOf(agentId, db, sessionId)
         const now = yield* Clock.currentTimeMillis
+        if (context.agent.operational_state === OperationalState.TENANT_FAILED) return yield* new AgentStopped({ agentId })
         // the push row is written at enrolment; an agent enrolled before it existed gets it now
         if (Option.isNone(context.push)) yield* db.ensurePushAgent(agentId, now)
         const latest = context.latest
@@ -126,7 +153,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         } satisfies LatestAttestation
         handoffs.put(agentId, { latest: created, agent: context.agent, prior, priorEncoded: priorEncodedOf(context.push) })
         return { ...created, evidence: null, failures: null } satisfies AttestationRow
-      }))
+      })).pipe(Effect.catchTag("PushAgentNotFound", whyMissing(sessionId)))
 
     /** What phase 2 read and decoded, handed to the background verdict so it reads nothing again. */
     interface Accepted {
@@ -194,15 +221,15 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         spanned("Attestations.verify")
       )
 
-    /** Phase 2's evidence accepted and its verdict started, from what was read before. */
-    const accept = (agentId: string, given: Handoff, collected: ReadonlyArray<EvidenceCollected>, now: number) =>
+    /** Phase 2's evidence accepted (in session `sessionId` when given) and its verdict started, from what was read before. */
+    const accept = (agentId: string, given: Handoff, collected: ReadonlyArray<EvidenceCollected>, now: number, sessionId: string | undefined) =>
       Effect.gen(function*() {
         const { latest } = given
         const row: AttestationRow = { ...latest, evidence: null, failures: null }
         const requested = requestedOf(row)
         const evidence = yield* evidenceOf(requested, collected, { bootTime: bootSeconds(latest.boot_time) })
         const stored = JSON.stringify(collected)
-        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now))) return undefined
+        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now, sessionId))) return undefined
         yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: given.agent, prior: given.prior, priorEncoded: given.priorEncoded }))
         return {
           row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
@@ -215,23 +242,23 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /**
      * Phase 2: the evidence stored, the verdict left to a background fiber. On what phase 1 handed
      * over when it is here; otherwise, or when that way does not accept (evidence that does not
-     * answer, an attestation no longer awaiting or no longer the latest), the store is read and
-     * decides, with its exact refusal.
+     * answer, an attestation no longer awaiting or no longer the latest, a session that ended), the
+     * store is read and decides, with its exact refusal.
      */
-    const submitUntraced = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+    const submitUntraced = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>, sessionId?: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const handed = handoffs.take(agentId, index, now)
         if (handed !== undefined) {
-          const done = yield* Effect.orElseSucceed(accept(agentId, handed, collected, now), () => undefined)
+          const done = yield* Effect.orElseSucceed(accept(agentId, handed, collected, now, sessionId), () => undefined)
           if (done !== undefined) return done
         }
-        return yield* submitRead(agentId, index, collected)
+        return yield* submitRead(agentId, index, collected, sessionId).pipe(Effect.catchTag("PushAgentNotFound", whyMissing(sessionId)))
       })
 
-    const submitRead = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
+    const submitRead = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>, sessionId: string | undefined) =>
       Effect.gen(function*() {
-        const context = yield* contextOf(agentId)
+        const context = yield* contextOf(agentId, repo, sessionId)
         if (Option.isNone(context.latest)) return yield* new AttestationNotFound({ agentId })
         const latest = context.latest.value
         if (index !== "latest" && index !== latest.idx) {
@@ -242,7 +269,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         if (latest.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         const now = yield* Clock.currentTimeMillis
         if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
-        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded: priorEncodedOf(context.push) }, collected, now)
+        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded: priorEncodedOf(context.push) }, collected, now, sessionId)
         if (done === undefined) return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         return done
       })
@@ -257,15 +284,6 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       const row = index === "latest" ? yield* repo.latestAttestation(agentId) : yield* repo.findAttestation(agentId, index)
       if (Option.isNone(row)) return yield* new AttestationNotFound(index === "latest" ? { agentId } : { agentId, index })
       return row.value
-    })
-
-    /** Admin reactivation (or re-enrolment) of a push agent: attestations accepted again. */
-    const reactivate = Effect.fn("Attestations.reactivate")(function*(agentId: string) {
-      yield* findAgent(agentId)
-      const now = yield* Clock.currentTimeMillis
-      yield* repo.ensurePushAgent(agentId, now)
-      yield* repo.restoreAcceptance(agentId, now)
-      yield* Effect.logInfo(`push agent ${agentId} reactivated: attestations accepted again`)
     })
 
     // bounded history: every minute, completed attestations beyond each agent's latest
@@ -286,11 +304,13 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)
 
-    const create = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }) =>
-      spanned("Attestations.create")(createUntraced(agentId, input))
-    const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>) =>
-      spanned("Attestations.submit")(submitUntraced(agentId, index, collected))
+    /** Phase 1; with `sessionId` (the request's token's session), only while that session authenticates the agent. */
+    const create = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }, sessionId?: string) =>
+      spanned("Attestations.create")(createUntraced(agentId, input, sessionId))
+    /** Phase 2; with `sessionId`, only while that session authenticates the agent. */
+    const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>, sessionId?: string) =>
+      spanned("Attestations.submit")(submitUntraced(agentId, index, collected, sessionId))
 
-    return { create, submit, list, show, reactivate, idle } as const
+    return { create, submit, list, show, idle } as const
   })
 }) {}

@@ -8,16 +8,20 @@ import { Effect, Either, FiberRef, Option, type Schema } from "effect"
 import { AttestationCreateDocument, AttestationEvidenceDocument, SessionCreateDocument, SessionUpdateDocument } from "../../../schemas/Push.js"
 import { VerifierConfig } from "../../config/services.js"
 import type { OperationClass } from "../../http/authorization.js"
+import type { Identity } from "../../http/identity.js"
 import { currentRequestPath, type JsonApiError, jsonApiErrorResponse, jsonApiResponse, reasonPhrase } from "../../http/jsonapi.js"
 import type { VerifierStoreError } from "../errors.js"
 import { Attestations, requestedOf } from "./Attestations.js"
 import { authorizeV3 } from "./auth.js"
 import { type DocumentRefusal, memoizedReader, readDocument, resourceError } from "./documents.js"
-import type { PushError } from "./errors.js"
+import type { PushError, SessionRateLimited } from "./errors.js"
 import type { AttestationRow } from "./rows.js"
 import { attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./render.js"
 import { Sessions } from "./Sessions.js"
-import { TokenText } from "./auth.js"
+import { TokenText, tokenRefusalText } from "./auth.js"
+import { parseBearer } from "../../http/identity.js"
+import { StatusText } from "../../../schemas/Envelope.js"
+import { VerifierText } from "../texts.js"
 import { isoMicros } from "./time.js"
 import { VerifierApi } from "../Api.js"
 import { EarIssuer } from "../earIssuer.js"
@@ -69,6 +73,11 @@ const pushErrorResponse = (e: PushError | VerifierStoreError) => {
       return coded(403, "challenges_expired", `Challenges for attestation ${e.index} expired at ${isoMicros(e.expiredAt)}. Create a new attestation and try again.`)
     case "InvalidResourceData":
       return errorsResponse([resourceError(e.pointer, e.reason)])
+    case "AgentStopped":
+      return coded(403, "agent_stopped", `Agent '${e.agentId}' was stopped by an administrator: attestations are refused until it is reactivated.`)
+    case "TokenRefused":
+      // the session of the request's token ended (an administrator's change) or expired meanwhile: the auth layer's shape
+      return titled(401, tokenRefusalText(e))
     case "VerifierStoreError":
       return Effect.zipRight(Effect.logError(`push: ${e.message}`), coded(503, "service_unavailable", "The verifier's database is momentarily unavailable; try again.", { "retry-after": "2" }))
   }
@@ -77,6 +86,14 @@ const pushErrorResponse = (e: PushError | VerifierStoreError) => {
 /** Authorization first: 401/403 in the auth layer's shape (title, no code). */
 export const guarded = <R>(action: string, operationClass: OperationClass, agentId: string | undefined, body: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
   Effect.flatMap(authorizeV3(action, operationClass, agentId), (decided) => Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body)
+
+/** The session of an agent's token, from its identity (undefined for any other caller). */
+export const sessionOf = (identity: Identity): string | undefined => identity._tag === "Agent" ? identity.sessionId : undefined
+
+/** An attestation request of agent `agentId`: authorized as `submit_attestation`, then `body` in the session of its token. */
+const guardedAttestation = <R>(agentId: string, body: (sessionId: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
+  Effect.flatMap(authorizeV3("submit_attestation", "agent", agentId), (decided) =>
+    Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body(sessionOf(decided.right)))
 
 /** The request's body text and content type (the platform read it within its limits). */
 const requestBody = Effect.gen(function*() {
@@ -93,10 +110,10 @@ const indexOf = (text: string): number | "latest" | undefined =>
 const readCapabilities = memoizedReader(AttestationCreateDocument, "attestation", 1024)
 
 /**
- * Phase 1's answer to an authorized agent, from the request's parts: the router's handler and the
- * direct route of push/directRoutes.ts both answer with it.
+ * Phase 1's answer to an authorized agent in session `sessionId`, from the request's parts: the
+ * router's handler and the direct route of push/directRoutes.ts both answer with it.
  */
-export const createAttestationAnswer = (attestations: Attestations, agentId: string, contentType: string | undefined, text: string) =>
+export const createAttestationAnswer = (attestations: Attestations, agentId: string, sessionId: string | undefined, contentType: string | undefined, text: string) =>
   Effect.gen(function*() {
     const doc = readCapabilities(contentType, text)
     if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
@@ -104,7 +121,7 @@ export const createAttestationAnswer = (attestations: Attestations, agentId: str
     if (a.system_info === undefined && a.evidence_supported.some((e) => e.evidence_type === "ima_log")) {
       return yield* errorsResponse([resourceError("/data/attributes/system_info", "is required when an IMA log is offered")])
     }
-    const created = yield* Effect.either(attestations.create(agentId, { evidenceSupported: a.evidence_supported, bootTime: a.system_info?.boot_time ?? "1970-01-01T00:00:00Z" }))
+    const created = yield* Effect.either(attestations.create(agentId, { evidenceSupported: a.evidence_supported, bootTime: a.system_info?.boot_time ?? "1970-01-01T00:00:00Z" }, sessionId))
     if (Either.isLeft(created)) return yield* pushErrorResponse(created.left)
     const requestPath = yield* FiberRef.get(currentRequestPath)
     const prefix = versionPrefixOf(requestPath)
@@ -113,19 +130,42 @@ export const createAttestationAnswer = (attestations: Attestations, agentId: str
   })
 
 /** Phase 2's answer to an authorized agent (shared as createAttestationAnswer). */
-export const submitEvidenceAnswer = (attestations: Attestations, agentId: string, indexText: string, contentType: string | undefined, text: string) =>
+export const submitEvidenceAnswer = (attestations: Attestations, agentId: string, sessionId: string | undefined, indexText: string, contentType: string | undefined, text: string) =>
   Effect.gen(function*() {
     const index = indexOf(indexText)
     if (index === undefined) return yield* coded(404, "not_found", `No attestation ${indexText} exists for agent '${agentId}'.`)
     const doc = readDocument(AttestationEvidenceDocument, "attestation", contentType, text)
     if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
-    const done = yield* Effect.either(attestations.submit(agentId, index, doc.right.data.attributes.evidence_collected))
+    const done = yield* Effect.either(attestations.submit(agentId, index, doc.right.data.attributes.evidence_collected, sessionId))
     if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)
     const prefix = versionPrefixOf(yield* FiberRef.get(currentRequestPath))
     return jsonApiResponse(202, evidenceAcceptedDocument(done.right.row, done.right.requested, prefix, done.right.secondsToNext, done.right.collected))
   })
 
 const SessionMediaTypes = ["application/vnd.api+json", "application/json"]
+
+/** Largest session document (a proof is about 1 KiB): a larger body is refused (413) before it is parsed. */
+export const SESSION_BODY_MAX_BYTES = 65_536
+
+/** A session document that could not be read: too large, or refused by push/documents.ts. */
+type SessionBodyRefusal = DocumentRefusal | { readonly _tag: "TooLarge" }
+
+/** Keylime's text for a session's missing agent id; for one that is not an agent id, the v2 routes' text. */
+const agentIdText = (r: DocumentRefusal): string | undefined => {
+  if (r._tag !== "Invalid") return undefined
+  const e = r.errors.find((x) => x.source?.pointer === "/data/attributes/agent_id")
+  if (e === undefined) return undefined
+  return e.detail.includes("is required") ? "agent_id is required" : VerifierText.badAgentId
+}
+
+/** 429 with Retry-After: Keylime's texts for creations per address and tokens per agent, attest's for failed proofs. */
+const rateLimited = (e: SessionRateLimited) =>
+  titled(429, RATE_TEXT[e.scope], { "retry-after": String(e.retryAfterSeconds) })
+const RATE_TEXT: Readonly<Record<SessionRateLimited["scope"], string>> = {
+  ip: "Rate limit exceeded. Please try again later.",
+  proofs: "Too many failed proofs from this address. Please try again later.",
+  agent: "Rate limit exceeded for this agent. Please try again later."
+}
 
 export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers) =>
   Effect.gen(function*() {
@@ -168,51 +208,52 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
     const sessionBody = <A, I>(schema: Schema.Schema<A, I, never>) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
+        // the platform read the body within the server's limit (max_upload_size, sized for policies):
+        // a session document larger than any real one is refused before it is parsed
         const text = yield* Effect.orElseSucceed(request.text, () => "")
+        if (text.length > SESSION_BODY_MAX_BYTES || Buffer.byteLength(text, "utf8") > SESSION_BODY_MAX_BYTES) {
+          return Either.left<SessionBodyRefusal>({ _tag: "TooLarge" })
+        }
         const media = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
-        return readDocument(schema, "session", SessionMediaTypes.includes(media) ? "application/vnd.api+json" : media, text)
+        return Either.mapLeft(readDocument(schema, "session", SessionMediaTypes.includes(media) ? "application/vnd.api+json" : media, text), (r): SessionBodyRefusal => r)
       })
+    /** The 4xx of a session document that could not be read. */
+    const sessionBodyRefusal = (r: SessionBodyRefusal) => {
+      if (r._tag === "TooLarge") return titled(413, StatusText.tooLarge(SESSION_BODY_MAX_BYTES))
+      const idText = agentIdText(r)
+      return idText !== undefined ? titled(400, idText) : refusalResponse(r)
+    }
+    const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
     return handlers
       .handleRaw("root", () => Effect.succeed(HttpServerResponse.empty({ status: 200 })))
       .handleRaw("createSession", () =>
         Effect.gen(function*() {
           const doc = yield* sessionBody(SessionCreateDocument)
-          if (Either.isLeft(doc)) {
-            // Keylime's texts for the two fields it checks
-            const missingId = doc.left._tag === "Invalid" && doc.left.errors.some((e) => e.source?.pointer === "/data/attributes/agent_id")
-            return missingId ? yield* titled(400, "agent_id is required") : yield* refusalResponse(doc.left)
-          }
+          if (Either.isLeft(doc)) return yield* sessionBodyRefusal(doc.left)
           const request = yield* HttpServerRequest.HttpServerRequest
           const a = doc.right.data.attributes
-          const created = yield* Effect.either(sessions.create({ agentId: a.agent_id, methods: a.authentication_supported, clientAddress: Option.getOrElse(request.remoteAddress, () => "unknown") }))
+          const created = yield* Effect.either(sessions.create({ agentId: a.agent_id, methods: a.authentication_supported, clientAddress: clientAddress(request) }))
           if (Either.isRight(created)) return jsonApiResponse(200, sessionCreatedDocument(created.right))
           const e = created.left
           switch (e._tag) {
             case "SessionRequestInvalid":
               return yield* titled(400, e.detail)
             case "SessionRateLimited":
-              return yield* titled(429, e.scope === "ip" ? "Rate limit exceeded. Please try again later." : "Rate limit exceeded for this agent. Please try again later.", {
-                "retry-after": String(e.retryAfterSeconds)
-              })
-            case "VerifierStoreError":
-              return yield* pushErrorResponse(e)
+              return yield* rateLimited(e)
           }
         }))
       .handleRaw("updateSession", ({ path }) =>
         Effect.gen(function*() {
           const doc = yield* sessionBody(SessionUpdateDocument)
-          if (Either.isLeft(doc)) {
-            const missingId = doc.left._tag === "Invalid" && doc.left.errors.some((e) => e.source?.pointer === "/data/attributes/agent_id")
-            return missingId ? yield* titled(400, "agent_id is required") : yield* refusalResponse(doc.left)
-          }
+          if (Either.isLeft(doc)) return yield* sessionBodyRefusal(doc.left)
           const request = yield* HttpServerRequest.HttpServerRequest
           const header = request.headers["authorization"]
-          const bearer = header === undefined ? undefined : /^Bearer (.+)$/.exec(header.trim())?.[1]
+          const bearer = header === undefined ? undefined : Option.getOrUndefined(parseBearer(header))
           if (header !== undefined && bearer === undefined) return yield* titled(401, TokenText.format)
           const a = doc.right.data.attributes
           const proof = a.authentication_provided?.find((p) => p.authentication_type === "tpm_pop")?.data
-          const outcome = yield* Effect.either(sessions.prove({ sessionId: path.session_id, agentId: a.agent_id, proof, bearer }))
+          const outcome = yield* Effect.either(sessions.prove({ sessionId: path.session_id, agentId: a.agent_id, proof, bearer, clientAddress: clientAddress(request) }))
           if (Either.isRight(outcome)) {
             const o = outcome.right
             return jsonApiResponse(o._tag === "Fail" && o.why === "bad_proof" ? 401 : 200, sessionOutcomeDocument(o))
@@ -224,15 +265,17 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
             case "SessionRequestInvalid":
               return yield* titled(400, e.detail)
             case "TokenRefused":
-              return yield* titled(401, TokenText[e.reason])
+              return yield* titled(401, tokenRefusalText(e))
+            case "SessionRateLimited":
+              return yield* rateLimited(e)
             case "VerifierStoreError":
               return yield* pushErrorResponse(e)
           }
         }))
       .handleRaw("createAttestation", ({ path }) =>
-        guarded("submit_attestation", "agent", path.agent_id, Effect.flatMap(requestBody, (b) => createAttestationAnswer(attestations, path.agent_id, b.contentType, b.text))))
+        guardedAttestation(path.agent_id, (sessionId) => Effect.flatMap(requestBody, (b) => createAttestationAnswer(attestations, path.agent_id, sessionId, b.contentType, b.text))))
       .handleRaw("submitEvidence", ({ path }) =>
-        guarded("submit_attestation", "agent", path.agent_id, Effect.flatMap(requestBody, (b) => submitEvidenceAnswer(attestations, path.agent_id, path.index, b.contentType, b.text))))
+        guardedAttestation(path.agent_id, (sessionId) => Effect.flatMap(requestBody, (b) => submitEvidenceAnswer(attestations, path.agent_id, sessionId, path.index, b.contentType, b.text))))
       .handleRaw("listAttestations", ({ path }) =>
         guarded("list_attestations", "admin", path.agent_id, Effect.gen(function*() {
           const rows = yield* Effect.either(attestations.list(path.agent_id))

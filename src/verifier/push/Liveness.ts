@@ -2,11 +2,16 @@
  * Push liveness (spec §3.3; push-model.md §2.2): every processed attestation stores a deadline of
  * `quote_interval * 5` in push_agents; one fiber sleeps (Clock) until the earliest deadline and
  * then ends acceptance of every agent whose deadline passed (status TIMEOUT, or FAIL after
- * failures). Deadlines are rows, so a restarted or killed verifier applies them when it starts
- * (Keylime keeps its timers in memory and loses them: keylime#1888). Agents that never attested
- * have no deadline. An attestation that passes, or an admin reactivation, restores acceptance.
+ * failures). Deadlines are rows, so a restarted or killed verifier keeps them (Keylime keeps its
+ * timers in memory and loses them: keylime#1888). A restart is not a failure of the agents: no
+ * deadline ends acceptance before one full deadline (`quote_interval * 5`) has passed since this
+ * verifier started listening (`listening`; until it is called, since the service started), so an
+ * agent whose deadline passed while the verifier was down has that long to attest again. Agents
+ * that never attested have no deadline. An attestation that passes, or an admin reactivation,
+ * restores acceptance.
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
+import { VerifierConfig } from "../../config/services.js"
 import { PushRepo } from "./repo.js"
 
 /** Longest sleep between checks, so a deadline written by another process is seen. */
@@ -15,15 +20,26 @@ const MAX_SLEEP_MS = 30_000
 export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/Liveness", {
   scoped: Effect.gen(function*() {
     const repo = yield* PushRepo
+    const config = yield* VerifierConfig
     const wake = yield* Queue.sliding<void>(1)
+    const graceMs = config.quote_interval * 5 * 1000
+    // no deadline ends acceptance before this (epoch ms): one full deadline after the start
+    let graceEndsAt = (yield* Clock.currentTimeMillis) + graceMs
     // when the sweeper looks next (epoch ms); -Infinity while it sweeps, so a deadline written
     // meanwhile wakes it again. A verdict's deadline (now + 5 intervals) is almost never earlier
     // than the one awaited: waking the sweeper for it would cost two statements per attestation.
     let wakeAt = Number.NEGATIVE_INFINITY
 
+    const sleepUntil = (now: number, at: number) => {
+      wakeAt = at
+      // woken early when a deadline is (re)scheduled: it may be the first one
+      return Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(0, at - now))), Queue.take(wake))
+    }
+
     const sweep = Effect.gen(function*() {
       wakeAt = Number.NEGATIVE_INFINITY
       const now = yield* Clock.currentTimeMillis
+      if (now < graceEndsAt) return yield* sleepUntil(now, graceEndsAt)
       const expired = yield* repo.expireDeadlines(now)
       for (const agentId of expired) {
         yield* Effect.logWarning(`Agent ${agentId} has timed out: no attestation within quote_interval * 5; attestations are no longer accepted until it attests again or is reactivated`).pipe(
@@ -32,9 +48,7 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
       }
       const next = yield* repo.nextDeadline
       const wait = Option.match(next, { onNone: () => MAX_SLEEP_MS, onSome: (d) => Math.min(MAX_SLEEP_MS, Math.max(0, d - now)) })
-      wakeAt = now + wait
-      // woken early when a deadline is (re)scheduled: it may be the first one
-      yield* Effect.raceFirst(Effect.sleep(Duration.millis(wait)), Queue.take(wake))
+      yield* sleepUntil(now, now + wait)
     }).pipe(
       Effect.catchAll((e) => Effect.zipRight(Effect.logError(`push deadline check failed: ${e.message}`), Effect.sleep(Duration.seconds(2))))
     )
@@ -43,6 +57,12 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
 
     /** A deadline was written: look again if it falls before the sweeper's next look. */
     const rescheduled = (deadlineAt: number) => deadlineAt < wakeAt ? Queue.offer(wake, undefined).pipe(Effect.asVoid) : Effect.void
-    return { rescheduled } as const
+    /** The verifier listens now: the grace of a restart runs from here (it only moves later). */
+    const listening = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => {
+        graceEndsAt = Math.max(graceEndsAt, now + graceMs)
+        return Queue.offer(wake, undefined)
+      })).pipe(Effect.asVoid)
+    return { rescheduled, listening } as const
   })
 }) {}

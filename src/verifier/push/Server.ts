@@ -1,6 +1,6 @@
 /**
- * The push model's domain as one layer: sessions, attestations (with their background
- * verifications), liveness deadlines and the store. Needs what the verifier's own services stand
+ * The push model's domain as one layer: sessions (with the sweep of expired ones), attestations
+ * (with their background verifications), liveness deadlines and the store. Needs what the verifier's own services stand
  * on: SqlClient (migrations applied), VerifierConfig, AgentRepo, the policy repositories and a
  * PolicyCache. src/verifier/Server.ts provides it beside the v2 domain and serves PushGroup
  * (push/Api.ts, part of VerifierApi) with PushHttpLive; PushClientIdentity (push/auth.ts) is the
@@ -11,8 +11,9 @@ import { Attestations } from "./Attestations.js"
 import { Liveness } from "./Liveness.js"
 import { PushRepo } from "./repo.js"
 import { Sessions } from "./Sessions.js"
+import { SessionSweep } from "./SessionSweep.js"
 
 export const PushDomainLive = Attestations.Default.pipe(
-  Layer.provideMerge(Layer.mergeAll(Sessions.Default, Liveness.Default)),
+  Layer.provideMerge(Layer.mergeAll(Sessions.Default, Liveness.Default, SessionSweep.Default)),
   Layer.provideMerge(PushRepo.Default)
 )

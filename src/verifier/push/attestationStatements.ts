@@ -1,18 +1,31 @@
 /**
  * The statements every push attestation runs, compiled once and run on one reserved connection a
- * group (src/db/reserved.ts): phase 1's context read and insert, phase 2's guarded accept, and the
+ * group (src/db/reserved.ts): phase 1's context read (with the state of the request's session) and
+ * insert, phase 2's guarded accept (in an active session), and the
  * verdict (attestation, push state and token, atomic: a transaction on SQLite, one statement with
  * data-modifying CTEs on PostgreSQL). Same SQL on both backends otherwise.
  */
 import { type SqlClient, SqlError } from "@effect/sql"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option, Schema, Struct } from "effect"
 import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../db/reserved.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
 import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
-import { type AttestationContext, LatestAttestation, type NewAttestation, type OutcomeWrite, PushAgentFacts, type PushAgentRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
+import {
+  type AttestationContext,
+  LatestAttestation,
+  type NewAttestation,
+  type OutcomeWrite,
+  PushAgentFacts,
+  type PushAgentRow,
+  SessionRow,
+  type SessionState,
+  type VerdictWrite,
+  type VerdictWrites
+} from "./rows.js"
 
 const AGENT_FACT_COLUMNS: ReadonlyArray<string> = [
   "a.agent_id",
+  "a.operational_state",
   "a.ak_tpm",
   "a.tpm_policy",
   "a.accept_tpm_hash_algs",
@@ -26,17 +39,21 @@ const AGENT_FACT_COLUMNS: ReadonlyArray<string> = [
   "m.has_policy AS mb_policy_has_policy"
 ]
 const LATEST_COLUMNS = Object.keys(LatestAttestation.fields).filter((c) => c !== "agent_id")
+const SESSION_COLUMNS: ReadonlyArray<keyof SessionState> = ["agent_id", "active", "ended_reason", "token_expires_at"]
 
 /** The statements every attestation runs, on one reserved connection (PushRepo.grouped). */
 export interface AttestationStatements {
-  /** The agent's AttestationContext; None when no such agent is enrolled. */
-  readonly attestationContext: (agentId: string) => Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError>
+  /** The agent's AttestationContext (with the state of session `sessionId` when given); None when no such agent is enrolled. */
+  readonly attestationContext: (agentId: string, sessionId?: string) => Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError>
   /** The agent's push row, created (accepting, no deadline) at its first attestation. */
   readonly ensurePushAgent: (agentId: string, at: number) => Effect.Effect<void, VerifierStoreError>
   /** False when attestation (agent, idx) exists already. */
   readonly insertAttestation: (a: NewAttestation) => Effect.Effect<boolean, VerifierStoreError>
-  /** Evidence accepted for verification; false when the attestation no longer awaits it or is no longer the latest. */
-  readonly acceptEvidence: (agentId: string, idx: number, evidence: string, at: number) => Effect.Effect<boolean, VerifierStoreError>
+  /**
+   * Evidence accepted for verification; false when the attestation no longer awaits it or is no
+   * longer the latest, or (when `sessionId` is given) that session is no longer active and unexpired.
+   */
+  readonly acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string) => Effect.Effect<boolean, VerifierStoreError>
   readonly completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => Effect.Effect<void, VerifierStoreError>
   readonly recordOutcome: (agentId: string, w: OutcomeWrite) => Effect.Effect<void, VerifierStoreError>
   /** A passed attestation extends the agent's active token. */
@@ -54,16 +71,26 @@ const outcomeKind = (w: OutcomeWrite): OutcomeKind => w.pass ? (w.clearFailures 
 const decodeFacts = Schema.decodeUnknownEither(PushAgentFacts)
 const decodeLatest = Schema.decodeUnknownEither(LatestAttestation)
 const decodeState = Schema.decodeUnknownEither(Schema.Struct({ evaluation_state: Schema.NullOr(Schema.String) }))
+const decodeSessionState = Schema.decodeUnknownEither(Schema.Struct(Struct.pick(SessionRow.fields, "agent_id", "active", "ended_reason", "token_expires_at")))
 
 /** `grouped(body)`: body with the hot statements on one reserved connection; only they may touch the database inside it. */
 export const attestationStatements = (sql: SqlClient.SqlClient) => {
   const agentsFrom = agentsWithPolicyFacts(sql)
   const contextColumns = sql.literal(
-    [...AGENT_FACT_COLUMNS, "p.agent_id AS p_agent_id", "p.evaluation_state AS p_evaluation_state", ...LATEST_COLUMNS.map((c) => `t.${c} AS t_${c}`)].join(", ")
+    [
+      ...AGENT_FACT_COLUMNS,
+      "p.agent_id AS p_agent_id",
+      "p.evaluation_state AS p_evaluation_state",
+      ...LATEST_COLUMNS.map((c) => `t.${c} AS t_${c}`),
+      ...SESSION_COLUMNS.map((c) => `s.${c} AS s_${c}`)
+    ].join(", ")
   )
+  // the session of the request's token, by its key: an administrator's change (in any process
+  // sharing the database) ends it, and the attestation path sees that here, whatever a token cache says
   const CONTEXT = compiled(sql`SELECT ${contextColumns} FROM ${agentsFrom}
     LEFT JOIN push_agents p ON p.agent_id = a.agent_id
     LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${""})
+    LEFT JOIN push_sessions s ON s.session_id = ${""}
     WHERE a.agent_id = ${""}`)
   const ENSURE_PUSH_AGENT = compiled(sql`INSERT INTO push_agents (agent_id, accept_attestations, consecutive_failures, attestation_count,
       last_received_at, last_success_at, deadline_at, evaluation_state, next_index, updated_at)
@@ -75,9 +102,19 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     ON CONFLICT (agent_id, idx) DO NOTHING RETURNING idx`)
   // only while the attestation still awaits evidence and is still the agent's latest (phase 2 may
   // run on what phase 1 handed over, without reading the store)
-  const ACCEPT_EVIDENCE = compiled(sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}
+  const acceptSql = (sessionChecked: boolean) =>
+    sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}
     WHERE agent_id = ${""} AND idx = ${0} AND stage = 'awaiting_evidence'
-      AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${""} AND n.idx > ${0}) RETURNING idx`)
+      AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${""} AND n.idx > ${0})${
+      sessionChecked
+        ? sql`
+      AND EXISTS (SELECT 1 FROM push_sessions s WHERE s.session_id = ${""} AND s.agent_id = ${""} AND s.active = 1 AND s.token_expires_at > ${0})`
+        : sql``
+    } RETURNING idx`
+  // the session check: phase 2 may run on what phase 1 handed over in this process, reading nothing
+  // else, and a session an administrator ended meanwhile (here or elsewhere) must not be accepted
+  const ACCEPT_EVIDENCE = compiled(acceptSql(false))
+  const ACCEPT_EVIDENCE_IN_SESSION = compiled(acceptSql(true))
   const completeSql = sql`UPDATE push_attestations SET stage = 'verification_complete', evaluation = ${""},
     failure_reason = ${""}, failures = ${""}, verification_completed_at = ${0}
     WHERE agent_id = ${""} AND idx = ${0} AND stage = 'evaluating_evidence'`
@@ -124,7 +161,15 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
       if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
       latest = Option.some(row.right)
     }
-    return Effect.succeed(Option.some({ agent: agent.right, push, latest }))
+    let session: Option.Option<SessionState> = Option.none()
+    if (r["s_agent_id"] !== null && r["s_agent_id"] !== undefined) {
+      const fields: Record<string, unknown> = {}
+      for (const c of SESSION_COLUMNS) fields[c] = r[`s_${c}`]
+      const row = decodeSessionState(fields)
+      if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+      session = Option.some(row.right)
+    }
+    return Effect.succeed(Option.some({ agent: agent.right, push, latest, session }))
   }
 
   /** The hot statements on one reserved connection. */
@@ -138,15 +183,21 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     const recordOutcome = (agentId: string, w: OutcomeWrite) => Effect.asVoid(exec("record push outcome", OUTCOME[outcomeKind(w)], outcomeParams(agentId, w)))
     const extendAgentTokens = (agentId: string, expiresAt: number) => Effect.asVoid(exec("extend session", EXTEND_AGENT_TOKENS, [expiresAt, agentId]))
     return {
-      attestationContext: (agentId) => Effect.flatMap(exec("read attestation context", CONTEXT, [agentId, agentId]), (rows) => contextOfRow(agentId, rows[0])),
+      attestationContext: (agentId, sessionId) =>
+        Effect.flatMap(exec("read attestation context", CONTEXT, [agentId, sessionId ?? "", agentId]), (rows) => contextOfRow(agentId, rows[0])),
       ensurePushAgent: (agentId, at) => Effect.asVoid(exec("create push agent", ENSURE_PUSH_AGENT, [agentId, at])),
       insertAttestation: (a) =>
         Effect.map(
           exec("insert attestation", INSERT_ATTESTATION, [a.agent_id, a.idx, a.capabilities, a.evidence_requested, a.boot_time, a.capabilities_received_at, a.challenges_expire_at]),
           (rows) => rows.length > 0
         ),
-      acceptEvidence: (agentId, idx, evidence, at) =>
-        Effect.map(exec("accept evidence", ACCEPT_EVIDENCE, [evidence, at, agentId, idx, agentId, idx]), (rows) => rows.length > 0),
+      acceptEvidence: (agentId, idx, evidence, at, sessionId) =>
+        Effect.map(
+          sessionId === undefined
+            ? exec("accept evidence", ACCEPT_EVIDENCE, [evidence, at, agentId, idx, agentId, idx])
+            : exec("accept evidence", ACCEPT_EVIDENCE_IN_SESSION, [evidence, at, agentId, idx, agentId, idx, sessionId, agentId, at]),
+          (rows) => rows.length > 0
+        ),
       completeAttestation,
       recordOutcome,
       extendAgentTokens,

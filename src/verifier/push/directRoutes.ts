@@ -28,7 +28,7 @@ import { unsafeRecordHttpRequest } from "../../ops/metrics.js"
 import type { AuthorizationProvider } from "../../http/authorization.js"
 import { Attestations } from "./Attestations.js"
 import { authorizeIdentified, identifyByAuthorization } from "./auth.js"
-import { createAttestationAnswer, submitEvidenceAnswer, titled } from "./Http.js"
+import { createAttestationAnswer, sessionOf, submitEvidenceAnswer, titled } from "./Http.js"
 import type { Sessions } from "./Sessions.js"
 
 /** `/agents/<id>/attestations[/<index>]` after the version prefix; ids and indexes without `%`. */
@@ -95,9 +95,10 @@ export const PushDirectRoutes = (options: DirectRouteOptions) =>
               const decided = yield* Effect.flatMap(identifyByAuthorization(header), (caller) => authorizeIdentified(caller, "submit_attestation", "agent", agentId))
               if (Either.isLeft(decided)) return yield* titled(decided.left.status, decided.left.detail)
               const contentType = req.headers["content-type"]
+              const sessionId = sessionOf(decided.right)
               return index === undefined
-                ? yield* createAttestationAnswer(attestations, agentId, contentType, body.right)
-                : yield* submitEvidenceAnswer(attestations, agentId, index, contentType, body.right)
+                ? yield* createAttestationAnswer(attestations, agentId, sessionId, contentType, body.right)
+                : yield* submitEvidenceAnswer(attestations, agentId, sessionId, index, contentType, body.right)
             }).pipe(
               envelopeDefects,
               Effect.map(withRetryAfter),

@@ -48,15 +48,27 @@ export class SessionRequestInvalid extends Schema.TaggedError<SessionRequestInva
 
 export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", { sessionId: Schema.String }) {}
 
+/**
+ * A session request over a limit: `ip`, creations from one client address; `proofs`, failed proofs
+ * from one client address; `agent`, tokens issued to one agent (only its own proofs count).
+ */
 export class SessionRateLimited extends Schema.TaggedError<SessionRateLimited>()("SessionRateLimited", {
-  scope: Schema.Literal("ip", "agent"),
+  scope: Schema.Literal("ip", "proofs", "agent"),
   retryAfterSeconds: Schema.Number
 }) {}
 
-/** A bearer token that does not authenticate; `reason` picks Keylime's text. */
+/** Why a token ended before its expiry: an administrator's change of its agent, or a newer session of the agent. */
+export const SessionEndReason = Schema.Literal("deleted", "stopped", "reactivated", "enrolled", "reconfigured", "replaced")
+export type SessionEndReason = typeof SessionEndReason.Type
+
+/** A bearer token that does not authenticate; `reason` picks Keylime's text (`ended`: attest's, with why). */
 export class TokenRefused extends Schema.TaggedError<TokenRefused>()("TokenRefused", {
-  reason: Schema.Literal("format", "unknown", "inactive", "expired")
+  reason: Schema.Literal("format", "unknown", "inactive", "expired", "ended"),
+  ended: Schema.optional(SessionEndReason)
 }) {}
+
+/** Phase 1 of an agent an administrator stopped (operational_state 10). */
+export class AgentStopped extends Schema.TaggedError<AgentStopped>()("AgentStopped", { agentId: Schema.String }) {}
 
 export type PushError =
   | PushAgentNotFound
@@ -68,3 +80,5 @@ export type PushError =
   | EvidenceImmutable
   | ChallengesExpired
   | InvalidResourceData
+  | AgentStopped
+  | TokenRefused

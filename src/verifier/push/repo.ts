@@ -1,5 +1,5 @@
 /**
- * The push model's tables (migrations 0020-0022; rows in rows.ts): sessions, per-agent push state
+ * The push model's tables (migrations 0020-0022, 0024; rows in rows.ts): sessions, per-agent push state
  * with its stored deadline, and attestations. Times are epoch ms. Writes that race (two creations
  * of the same index, evidence twice) are conditional and report whether they won. Same SQL on
  * SQLite and PostgreSQL. The statements every attestation runs are attestationStatements.ts's,
@@ -9,6 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, Schema } from "effect"
 import { storeError } from "../errors.js"
 import { attestationStatements } from "./attestationStatements.js"
+import type { SessionEndReason } from "./errors.js"
 import { AttestationRow, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
 
 // synchronous decoders: a row read on every request need not pay for an effect per row
@@ -26,30 +27,85 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     }
     const run = <A>(operation: string, e: Effect.Effect<A, unknown>) => Effect.mapError(e, storeError(operation))
 
-    // --- sessions ---
-    const insertSession = (row: Omit<SessionRow, "response_received_at" | "token_hash" | "token_expires_at" | "active">) =>
-      run("insert session", sql`INSERT INTO push_sessions ${sql.insert({ ...row, active: 0 })}`)
+    // --- sessions (only proved ones are stored: Sessions.ts) ---
     const findSession = (sessionId: string) =>
       run("find session", sql`SELECT * FROM push_sessions WHERE session_id = ${sessionId}`).pipe(Effect.flatMap(one("find session", decodeSession)))
-    /** The proof verified: this session holds the token; every other session of the agent ends. */
-    const activateSession = (s: { readonly sessionId: string; readonly agentId: string; readonly tokenHash: string; readonly expiresAt: number; readonly at: number }) =>
+    /**
+     * The proof of a session verified: it is stored, holding the token, and every other active
+     * session of the agent ends (`replaced`). False, with nothing written, when the session was
+     * proved before (a proof is accepted once).
+     */
+    const activateSession = (s: {
+      readonly sessionId: string
+      readonly agentId: string
+      readonly challenge: string
+      readonly createdAt: number
+      readonly challengesExpireAt: number
+      readonly tokenHash: string
+      readonly expiresAt: number
+      readonly at: number
+    }) =>
       run(
         "activate session",
         sql.withTransaction(Effect.gen(function*() {
-          yield* sql`DELETE FROM push_sessions WHERE agent_id = ${s.agentId} AND session_id <> ${s.sessionId}`
-          yield* sql`UPDATE push_sessions SET token_hash = ${s.tokenHash}, token_expires_at = ${s.expiresAt},
-            response_received_at = ${s.at}, active = 1 WHERE session_id = ${s.sessionId}`
+          const inserted = yield* sql`INSERT INTO push_sessions ${
+            sql.insert({
+              session_id: s.sessionId,
+              agent_id: s.agentId,
+              challenge: s.challenge,
+              created_at: s.createdAt,
+              challenges_expire_at: s.challengesExpireAt,
+              response_received_at: s.at,
+              token_hash: s.tokenHash,
+              token_expires_at: s.expiresAt,
+              active: 1,
+              ended_reason: null
+            })
+          } ON CONFLICT (session_id) DO NOTHING RETURNING session_id`
+          if (inserted.length === 0) return false
+          yield* sql`UPDATE push_sessions SET active = 0, ended_reason = 'replaced'
+            WHERE agent_id = ${s.agentId} AND active = 1 AND session_id <> ${s.sessionId}`
+          return true
         }))
       )
+    /** False when the session is no longer active (ended, swept). */
     const extendSession = (sessionId: string, expiresAt: number) =>
-      run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE session_id = ${sessionId} AND active = 1`)
-    const deleteSession = (sessionId: string) => run("delete session", sql`DELETE FROM push_sessions WHERE session_id = ${sessionId}`)
-    /** Ended sessions: tokens expired, challenges never answered and expired. */
+      run("extend session", sql`UPDATE push_sessions SET token_expires_at = ${expiresAt} WHERE session_id = ${sessionId} AND active = 1 RETURNING session_id`).pipe(
+        Effect.map((rows) => rows.length > 0)
+      )
+    /** Every active session of the agent ends, saying why (its tokens are refused from now on); how many. */
+    const endAgentSessions = (agentId: string, reason: SessionEndReason) =>
+      run(
+        "end agent sessions",
+        sql`UPDATE push_sessions SET active = 0, ended_reason = ${reason} WHERE agent_id = ${agentId} AND active = 1 RETURNING session_id`
+      ).pipe(Effect.map((rows) => rows.length))
+    /**
+     * Sessions whose challenge and token have both expired (ended ones included): how many went.
+     * A session stays while its challenge may be answered, so its proof cannot be accepted twice.
+     */
     const deleteExpiredSessions = (now: number) =>
       run(
         "delete expired sessions",
-        sql`DELETE FROM push_sessions WHERE (active = 1 AND token_expires_at < ${now}) OR (active = 0 AND challenges_expire_at < ${now})`
-      )
+        sql`DELETE FROM push_sessions WHERE challenges_expire_at < ${now} AND (token_expires_at IS NULL OR token_expires_at < ${now}) RETURNING session_id`
+      ).pipe(Effect.map((rows) => rows.length))
+    /** The AK of an enrolled push agent (one with push state), for its PoP; None for anyone else. */
+    const findPushEnrolment = (agentId: string) =>
+      run(
+        "find push enrolment",
+        sql<{ ak_tpm: string }>`SELECT a.ak_tpm FROM verifier_agents a JOIN push_agents p ON p.agent_id = a.agent_id WHERE a.agent_id = ${agentId}`
+      ).pipe(Effect.map((rows) => rows.length === 0 ? Option.none<string>() : Option.some(String(rows[0]!.ak_tpm))))
+    /**
+     * The key session challenges are derived under (hex): `candidate` stored unless a process sharing
+     * the database stored one first; every process then uses the stored one.
+     */
+    const sessionKey = (candidate: string, at: number) =>
+      run(
+        "read session key",
+        Effect.zipRight(
+          sql`INSERT INTO push_session_keys (key_name, key_value, created_at) VALUES ('session_challenge', ${candidate}, ${at}) ON CONFLICT (key_name) DO NOTHING`,
+          sql<{ key_value: string }>`SELECT key_value FROM push_session_keys WHERE key_name = 'session_challenge'`
+        )
+      ).pipe(Effect.map((rows) => String(rows[0]?.key_value ?? candidate)))
 
     // --- push agent state ---
     const findPushAgent = (agentId: string) =>
@@ -111,12 +167,13 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     ).pipe(Effect.map((rows) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))))
 
     return {
-      insertSession,
       findSession,
       activateSession,
       extendSession,
+      endAgentSessions,
+      findPushEnrolment,
+      sessionKey,
       extendAgentTokens: (agentId: string, expiresAt: number) => grouped((s) => s.extendAgentTokens(agentId, expiresAt)),
-      deleteSession,
       deleteExpiredSessions,
       findPushAgent,
       ensurePushAgent: (agentId: string, at: number) => grouped((s) => s.ensurePushAgent(agentId, at)),
@@ -125,12 +182,13 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       expireDeadlines,
       nextDeadline,
       restoreAcceptance,
-      attestationContext: (agentId: string) => grouped((s) => s.attestationContext(agentId)),
+      attestationContext: (agentId: string, sessionId?: string) => grouped((s) => s.attestationContext(agentId, sessionId)),
       insertAttestation: (a: NewAttestation) => grouped((s) => s.insertAttestation(a)),
       findAttestation,
       latestAttestation,
       listAttestations,
-      acceptEvidence: (agentId: string, idx: number, evidence: string, at: number) => grouped((s) => s.acceptEvidence(agentId, idx, evidence, at)),
+      acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string) =>
+        grouped((s) => s.acceptEvidence(agentId, idx, evidence, at, sessionId)),
       completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => grouped((s) => s.completeAttestation(agentId, idx, r)),
       recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => grouped((s) => s.recordVerdict(agentId, idx, v)),
       grouped,

@@ -1,11 +1,12 @@
 /**
- * The push model's rows as read from its tables (migrations 0020-0022), and what the attestation
+ * The push model's rows as read from its tables (migrations 0020-0022, 0024), and what the attestation
  * path writes: shared by the repository (repo.ts), the hot statements (attestationStatements.ts),
  * the rendering and the domain. Times are epoch ms.
  */
 import { type Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
 import { AgentView } from "../repo/rows.js"
+import { SessionEndReason } from "./errors.js"
 
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
@@ -16,7 +17,9 @@ export const SessionRow = Schema.Struct({
   response_received_at: Schema.NullOr(DbInteger),
   token_hash: Schema.NullOr(Schema.String),
   token_expires_at: Schema.NullOr(DbInteger),
-  active: DbBoolean
+  active: DbBoolean,
+  /** Set when the session ended before its token expired (an admin change, a newer session). */
+  ended_reason: Schema.NullOr(SessionEndReason)
 })
 export type SessionRow = typeof SessionRow.Type
 
@@ -56,6 +59,7 @@ export type AttestationRow = typeof AttestationRow.Type
 /** What negotiation and verification read of the agent's enrolment: no policy text, no pull-loop state. */
 export const PushAgentFacts = Schema.Struct(Struct.pick(AgentView.fields,
   "agent_id",
+  "operational_state",
   "ak_tpm",
   "tpm_policy",
   "accept_tpm_hash_algs",
@@ -74,14 +78,19 @@ export type PushAgentFacts = typeof PushAgentFacts.Type
 export const LatestAttestation = Schema.Struct(Struct.omit(AttestationRow.fields, "evidence", "failures"))
 export type LatestAttestation = typeof LatestAttestation.Type
 
+/** What the attestation path reads of the session whose token the request carries. */
+export type SessionState = Pick<SessionRow, "agent_id" | "active" | "ended_reason" | "token_expires_at">
+
 /**
  * Everything phase 1 and phase 2 read before they write, in one statement: the agent's facts,
- * its push row (absent before its first attestation) and its latest attestation.
+ * its push row (absent before its first attestation), its latest attestation and, when the
+ * request names one, the session of its token (absent when there is no such session).
  */
 export interface AttestationContext {
   readonly agent: PushAgentFacts
   readonly push: Option.Option<Pick<PushAgentRow, "evaluation_state">>
   readonly latest: Option.Option<LatestAttestation>
+  readonly session: Option.Option<SessionState>
 }
 
 export interface NewAttestation {

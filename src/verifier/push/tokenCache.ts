@@ -3,9 +3,16 @@
  * two requests with the same token, and an agent sends them every `quote_interval`: reading the
  * session row for each was the largest share of a request's work. An entry is trusted for
  * `recheckMs` after its read (and never past its token's expiry); after that the store decides
- * again. This process drops or updates entries itself when it ends, replaces or extends a session;
- * a session another verifier process ends is refused here at most `recheckMs` later.
+ * again. This process drops or updates entries itself when it ends, replaces or extends a session,
+ * and when an administrator's change ends an agent's sessions (SessionEnds): a read that began
+ * before such an end is not cached. A session another verifier process ends is refused by the
+ * attestation path at once (its context read and its accept check the session row) and by the
+ * other routes here at most `recheckMs` later.
+ *
+ * One per process (`TokenCache`), shared by Sessions, which fills it, and SessionEnds, which
+ * empties it for an agent.
  */
+import { Effect } from "effect"
 import type { SessionRow } from "./rows.js"
 
 /** How long a token checked against the store is trusted without reading it again. */
@@ -20,6 +27,9 @@ export const makeTokenCache = (recheckMs: number = TOKEN_RECHECK_MS) => {
   const bySession = new Map<string, Entry>()
   const sessionOfAgent = new Map<string, string>()
   let puts = 0
+  // how many times an agent's sessions were ended in this process: a read that began before an
+  // end may have seen the session active, and is not cached
+  let ends = 0
 
   const forget = (sessionId: string) => {
     const entry = bySession.get(sessionId)
@@ -39,8 +49,11 @@ export const makeTokenCache = (recheckMs: number = TOKEN_RECHECK_MS) => {
       }
       return entry.session
     },
-    /** An active session just read from the store. */
-    put: (session: SessionRow, now: number) => {
+    /** Taken before a read of the store: `put` then knows whether an end came while it read. */
+    mark: (): number => ends,
+    /** An active session just read from the store, by a read that began at `mark`. */
+    put: (session: SessionRow, now: number, mark: number) => {
+      if (mark !== ends) return
       // entries of agents that stopped asking are dropped now and then (at most one per agent meanwhile)
       if (++puts % 1024 === 0) for (const [id, e] of bySession) if (now - e.checkedAt >= recheckMs) forget(id)
       const previous = sessionOfAgent.get(session.agent_id)
@@ -50,8 +63,9 @@ export const makeTokenCache = (recheckMs: number = TOKEN_RECHECK_MS) => {
     },
     /** The session ends (deleted, or another of its agent activated). */
     forget,
-    /** Every session of the agent ends (a new one is activated, the agent is removed). */
+    /** Every session of the agent ends (a new one is activated, an administrator's change). */
     forgetAgent: (agentId: string) => {
+      ends++
       const sessionId = sessionOfAgent.get(agentId)
       if (sessionId !== undefined) forget(sessionId)
     },
@@ -70,4 +84,9 @@ export const makeTokenCache = (recheckMs: number = TOKEN_RECHECK_MS) => {
     size: () => bySession.size
   } as const
 }
-export type TokenCache = ReturnType<typeof makeTokenCache>
+export type TokenCacheShape = ReturnType<typeof makeTokenCache>
+
+/** This process's token cache. */
+export class TokenCache extends Effect.Service<TokenCache>()("attest/verifier/push/TokenCache", {
+  sync: () => makeTokenCache()
+}) {}

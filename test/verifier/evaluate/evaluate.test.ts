@@ -190,12 +190,12 @@ describe("evaluateEvidence, severity and TEE delegation", () => {
   })
 
   it("TEE evidence goes to the injected verifier; without one it is never valid", () => {
-    const tee: AgentPolicy = { ...agentPolicy(ak), verifyTee: (data) => ({ valid: data === "good", failures: data === "good" ? [] : [{ type: "tee.invalid_signature", context: { message: "bad report" } }], claims: { measurement: "ab" } }) }
+    const tee: AgentPolicy = { ...agentPolicy(ak), verifyTee: (data) => ({ valid: data === "good", failures: data === "good" ? [] : [{ type: "tee_attestation.invalid_signature", context: { message: "bad report" } }], claims: { measurement: "ab" } }) }
     const good = evaluateEvidence({ _tag: "tee", data: "good" }, tee, initialEvaluationState)
     expect(good.failures).toEqual([])
     expect(good.claims).toEqual({ type: "tee", claims: { measurement: "ab" } })
     expect(good.nextState.count).toBe(1)
-    expect(types(evaluateEvidence({ _tag: "tee", data: "bad" }, tee, initialEvaluationState))).toEqual(["tee.invalid_signature"])
-    expect(types(evaluateEvidence({ _tag: "tee", data: "good" }, agentPolicy(ak), initialEvaluationState))).toEqual(["tee.invalid.tee"])
+    expect(types(evaluateEvidence({ _tag: "tee", data: "bad" }, tee, initialEvaluationState))).toEqual(["tee_attestation.invalid_signature"])
+    expect(types(evaluateEvidence({ _tag: "tee", data: "good" }, agentPolicy(ak), initialEvaluationState))).toEqual(["tee_attestation.invalid.tee"])
   })
 })

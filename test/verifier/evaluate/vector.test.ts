@@ -125,7 +125,7 @@ eachCryptoPort("evaluateEvidence on the swtpm vector", () => {
     expect(r.failures[0]!.context["data"]).toEqual([15])
     const r2 = await evaluated(evidence(), policy({ options: options({ bindNk: false }), tpmPolicy: Either.getOrThrow(parseTpmPolicy(`{"16": ["${wrong}", "ab"]}`)) }), initialEvaluationState)
     expect(types(r2)).toEqual(["pcr_validation.invalid_pcr_16"])
-    expect(r2.failures[0]!.context).toEqual({ message: "PCR value is not in allowlist", got: PCR16, expected: [wrong, "ab"] })
+    expect(r2.failures[0]!.context).toEqual({ message: "PCR value is not in allowlist", context: "PCR value is not in allowlist", got: PCR16, expected: [wrong, "ab"] })
     const r3 = await evaluated(evidence(), policy({ options: options({ bindNk: false }), tpmPolicy: Either.getOrThrow(parseTpmPolicy(`{"16": ["${PCR16.toUpperCase()}"]}`)) }), initialEvaluationState)
     expect(r3.failures).toEqual([])
   })
