@@ -1,5 +1,5 @@
-// Bundles the executable (dist/cli/attest.js, scripts/bundle.mjs) when any source file is newer
-// than the last bundle, so `npm start` works on a fresh clone and stays quick on the second run.
+// Bundles the executable (dist/cli/attest.js, scripts/bundle.mjs, with the check page) when any
+// source file is newer than the last bundle, so `npm start` works on a fresh clone and stays quick on the second run.
 // The executable needs only the bundle; `npm run build` also writes tsc's dist/src for library users.
 import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync, statSync } from "node:fs"
@@ -20,9 +20,10 @@ const sources = Math.max(
   newest("schemas"),
   newest("layers"),
   statSync("package.json").mtimeMs,
-  statSync("scripts/bundle.mjs").mtimeMs
+  statSync("scripts/bundle.mjs").mtimeMs,
+  statSync("scripts/checkPage.mjs").mtimeMs
 )
-if (!existsSync(stamp) || statSync(stamp).mtimeMs < sources) {
+if (!existsSync(stamp) || !existsSync("dist/attest-check.html") || statSync(stamp).mtimeMs < sources) {
   console.error("attest: bundling with esbuild …")
   execFileSync(process.execPath, ["scripts/bundle.mjs"], { stdio: "inherit" })
 }

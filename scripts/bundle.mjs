@@ -9,6 +9,7 @@
 // absence the requiring package handles itself.
 import { build } from "esbuild"
 import { chmodSync, cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { buildCheckPage } from "./checkPage.mjs"
 import { isBuiltin } from "node:module"
 import { dirname, join } from "node:path"
 
@@ -69,5 +70,7 @@ writeFileSync(join(outdir, "meta.json"), JSON.stringify(result.metafile))
 // the dashboard's page (HTML, CSS, JS modules) beside the chunks, where src/dashboard/assets.ts looks
 rmSync(join(outdir, "dashboard"), { recursive: true, force: true })
 cpSync("src/dashboard/static", join(outdir, "dashboard"), { recursive: true })
+// the check-it-yourself page's code for browsers (/assets/check.js), and the page alone, offline
+const check = await buildCheckPage(join(outdir, "dashboard"), "dist/attest-check.html")
 chmodSync(join(outdir, "attest.js"), 0o755)
-console.error(`attest: bundled ${join(outdir, "attest.js")} (left to node_modules: ${[...external].sort().join(", ")})`)
+console.error(`attest: bundled ${join(outdir, "attest.js")} (left to node_modules: ${[...external].sort().join(", ")}); check page ${Math.round(check.bytes / 1024)} kB, offline as dist/attest-check.html`)

@@ -1,9 +1,12 @@
 /**
- * Minimal zip reader for Keylime payloads (`extract_payload_zip`): central directory, stored and
- * deflated entries, no encryption, no zip64. Names that would escape the target dir are refused.
+ * The zip reader for Keylime payloads (`extract_payload_zip`), with fflate: its directory walk and
+ * inflate (no zip64, as Keylime payloads never are). fflate checks no CRC-32 and reads each entry's data through the
+ * local header without comparing it with the central directory, so attest checks both: every
+ * entry's CRC-32 (fflate's) against the central directory's, and the local header's name against
+ * the central one. Names that would escape the target dir are refused; directories are skipped.
  */
-import { inflateRawSync } from "node:zlib"
 import { Either } from "effect"
+import { unzipSync, type UnzipFileInfo, ZipPassThrough } from "fflate"
 import { AgentRequestError } from "./errors.js"
 
 export interface ZipEntry {
@@ -13,63 +16,77 @@ export interface ZipEntry {
 
 const fail = (message: string) => new AgentRequestError({ status: 500, message: `payload zip: ${message}` })
 
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256)
-  for (let n = 0; n < 256; n++) {
-    let c = n
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
-    t[n] = c >>> 0
-  }
-  return t
-})()
+export const isZip = (b: Uint8Array): boolean => b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 3 && b[3] === 4
 
-const crc32 = (b: Uint8Array): number => {
-  let c = 0xffffffff
-  for (let i = 0; i < b.length; i++) c = CRC_TABLE[(c ^ b[i]!) & 0xff]! ^ (c >>> 8)
-  return (c ^ 0xffffffff) >>> 0
+/** fflate's CRC-32 of the data. */
+const crc32 = (data: Uint8Array): number => {
+  const z = new ZipPassThrough("")
+  z.ondata = () => undefined
+  z.push(data, true)
+  return z.crc >>> 0
 }
 
-export const isZip = (b: Uint8Array): boolean => b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 3 && b[3] === 4
+interface Checked {
+  readonly crc: number
+  readonly localNameMatches: boolean
+}
+
+/**
+ * Per central directory entry, in order: its CRC-32, and whether the local header it points at
+ * carries the same name bytes. Every read is bounds-checked; zip64 archives are refused (a
+ * Keylime payload is never one).
+ */
+const centralChecks = (b: Uint8Array, count: number): ReadonlyArray<Checked> => {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength)
+  const u16 = (at: number): number => {
+    if (at < 0 || at + 2 > b.length) throw fail(`a header at ${at} runs past the end`)
+    return v.getUint16(at, true)
+  }
+  const u32 = (at: number): number => {
+    if (at < 0 || at + 4 > b.length) throw fail(`a header at ${at} runs past the end`)
+    return v.getUint32(at, true)
+  }
+  let eocd = b.length - 22
+  while (eocd >= 0 && u32(eocd) !== 0x06054b50) eocd--
+  if (eocd < 0) throw fail("no end of central directory")
+  let at = u32(eocd + 16)
+  if (at === 0xffffffff) throw fail("zip64 archives are not supported")
+  const out: Array<Checked> = []
+  for (let n = 0; n < count; n++) {
+    if (u32(at) !== 0x02014b50) throw fail(`bad central directory entry ${n}`)
+    const nameLen = u16(at + 28)
+    const local = u32(at + 42)
+    if (u32(local) !== 0x04034b50) throw fail(`bad local header for entry ${n}`)
+    const central = b.subarray(at + 46, at + 46 + nameLen)
+    const localName = b.subarray(local + 30, local + 30 + u16(local + 26))
+    out.push({ crc: u32(at + 16), localNameMatches: localName.length === central.length && localName.every((c, i) => c === central[i]) })
+    at += 46 + nameLen + u16(at + 30) + u16(at + 32)
+  }
+  return out
+}
 
 export const readZip = (bytes: Uint8Array): Either.Either<Array<ZipEntry>, AgentRequestError> =>
   Either.try({
     try: () => {
-      const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-      let eocd = -1
-      for (let i = b.length - 22; i >= Math.max(0, b.length - 22 - 65535); i--) {
-        if (b.readUInt32LE(i) === 0x06054b50) {
-          eocd = i
-          break
+      const order: Array<UnzipFileInfo> = []
+      const files = unzipSync(bytes, {
+        filter: (f) => {
+          if (f.name.startsWith("/") || f.name.split(/[\\/]/).includes("..")) throw fail(`entry name escapes the directory: ${f.name}`)
+          if (f.compression !== 0 && f.compression !== 8) throw fail(`unsupported compression method ${f.compression} for ${f.name}`)
+          order.push(f)
+          return !f.name.endsWith("/")
         }
-      }
-      if (eocd < 0) throw fail("no end of central directory")
-      const count = b.readUInt16LE(eocd + 10)
-      let at = b.readUInt32LE(eocd + 16)
+      })
+      const checks = centralChecks(bytes, order.length)
       const out: Array<ZipEntry> = []
-      for (let n = 0; n < count; n++) {
-        if (b.readUInt32LE(at) !== 0x02014b50) throw fail(`bad central directory entry ${n}`)
-        const method = b.readUInt16LE(at + 10)
-        const crc = b.readUInt32LE(at + 16)
-        const compressed = b.readUInt32LE(at + 20)
-        const nameLen = b.readUInt16LE(at + 28)
-        const extraLen = b.readUInt16LE(at + 30)
-        const commentLen = b.readUInt16LE(at + 32)
-        const local = b.readUInt32LE(at + 42)
-        const name = b.subarray(at + 46, at + 46 + nameLen).toString("utf8")
-        at += 46 + nameLen + extraLen + commentLen
-        if (name.startsWith("/") || name.split(/[\\/]/).includes("..")) throw fail(`entry name escapes the directory: ${name}`)
-        if (b.readUInt32LE(local) !== 0x04034b50) throw fail(`bad local header for ${name}`)
-        const localName = b.subarray(local + 30, local + 30 + b.readUInt16LE(local + 26)).toString("utf8")
-        if (localName !== name) throw fail(`local header names ${localName}, central directory ${name}`)
-        const start = local + 30 + b.readUInt16LE(local + 26) + b.readUInt16LE(local + 28)
-        const raw = b.subarray(start, start + compressed)
-        if (raw.length !== compressed) throw fail(`truncated entry ${name}`)
-        if (name.endsWith("/")) continue
-        const data = method === 0 ? raw : method === 8 ? inflateRawSync(raw) : undefined
-        if (data === undefined) throw fail(`unsupported compression method ${method} for ${name}`)
-        if (crc32(data) !== crc) throw fail(`CRC mismatch for ${name}`)
-        out.push({ name, data: new Uint8Array(data) })
-      }
+      order.forEach((f, i) => {
+        if (!checks[i]!.localNameMatches) throw fail(`the local header of ${f.name} names another entry`)
+        if (f.name.endsWith("/")) return
+        const data = files[f.name]!
+        if (data.length !== f.originalSize) throw fail(`${f.name} is ${data.length} bytes, its header says ${f.originalSize}`)
+        if (crc32(data) !== checks[i]!.crc) throw fail(`CRC mismatch for ${f.name}`)
+        out.push({ name: f.name, data })
+      })
       return out
     },
     catch: (e) => (e instanceof AgentRequestError ? e : fail(e instanceof Error ? e.message : String(e)))

@@ -7,6 +7,7 @@
  * field and the byte offset.
  */
 import { Either } from "effect"
+import { base64Bytes } from "../crypto/encoding.js"
 import { parseWith, Reader } from "../tpm/bytes.js"
 import type { TpmParseError } from "../tpm/errors.js"
 import { hashAlgFromId, type HashAlg } from "../tpm/hashAlg.js"
@@ -206,7 +207,7 @@ export const parseEventLogBase64 = (text: string): Either.Either<EventLog, Event
   if (clean.length % 4 !== 0 || !BASE64.test(clean)) {
     return Either.left(new EventLogParseError({ eventIndex: -1, field: "base64", offset: 0, reason: "the measured boot log is not valid base64" }))
   }
-  return parseEventLog(new Uint8Array(Buffer.from(clean, "base64")))
+  return parseEventLog(base64Bytes(clean))
 }
 
 /**

@@ -32,7 +32,7 @@ import {
   SHIM,
   X509
 } from "./exampleRefState.js"
-import { digestOf } from "./hash.js"
+import { digestIs } from "./hash.js"
 import type { MbPolicy } from "./policy.js"
 import { toHex } from "./text.js"
 
@@ -61,8 +61,8 @@ const measuredAsLogged = (e: BootEvent): string => {
   const variableData = e.decoded.kind === "variable" ? e.decoded.variableData : e.data
   for (const d of e.digests) {
     if (d.alg === undefined) continue
-    if (digestOf(d.alg, e.data).equals(d.digest)) continue
-    if (variableData !== e.data && digestOf(d.alg, variableData).equals(d.digest)) continue
+    if (digestIs(d.alg, e.data, d.digest)) continue
+    if (variableData !== e.data && digestIs(d.alg, variableData, d.digest)) continue
     return `digest in the ${d.alg} bank is not the hash of the logged variable: the log does not show what was measured`
   }
   return ""
@@ -70,7 +70,7 @@ const measuredAsLogged = (e: BootEvent): string => {
 
 /** Event data whose digest is H(data) in at least one bank (EV_SEPARATOR, EV_EFI_ACTION). */
 const digestOfData = (e: BootEvent, data: Uint8Array): boolean => {
-  for (const d of e.digests) if (d.alg !== undefined && digestOf(d.alg, data).equals(d.digest)) return true
+  for (const d of e.digests) if (d.alg !== undefined && digestIs(d.alg, data, d.digest)) return true
   return false
 }
 

@@ -2,7 +2,8 @@
  * Replay of an event log into PCR values per bank, and the boot_aggregate values IMA's first
  * entry must carry (tpm-facts.md §4.3: H(PCR0..7) and H(PCR0..9) for every bank, both accepted).
  */
-import { createHash } from "node:crypto"
+import { cryptoPort } from "../crypto/active.js"
+import { toHex as hexOf } from "../crypto/encoding.js"
 import { digestOf } from "./hash.js"
 import type { PcrValues } from "../tpm/Tpm.js"
 import { digestSize, type HashAlg } from "../tpm/hashAlg.js"
@@ -56,14 +57,14 @@ export const bootAggregates = (replayed: PcrValues): BootAggregates => {
   for (const bank of replayed) {
     const list: Array<string> = []
     for (const max of [8, 10]) {
-      const h = createHash(bank.hash)
+      const h = cryptoPort().hasher(bank.hash)
       let complete = true
       for (let p = 0; p < max; p++) {
         const v = bank.values.get(p)
         if (v === undefined) complete = false
         else h.update(v)
       }
-      if (complete) list.push(h.digest("hex"))
+      if (complete) list.push(hexOf(h.digest()))
     }
     out[bank.hash] = list
   }

@@ -8,13 +8,16 @@
  *   HttpServerResponse.unsafeJson(jwksDocument([key]), { contentType: JWKS_CONTENT_TYPE })   // = jwksResponse([key])
  *
  * The key id (`kid`) is the RFC 7638 thumbprint of the public key, so it is the same wherever the
- * key is loaded.
+ * key is loaded. Node-only (key files, node:crypto); what a relying party needs is jwks.ts (portable).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Data, Effect, Either, Schema } from "effect"
+import { Data, Effect, Either } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { type EarVerificationKey, type EcPublicJwk, JWKS_CONTENT_TYPE, thumbprint } from "./jwks.js"
+
+export { type EarVerificationKey, type EcPublicJwk, JWKS_CONTENT_TYPE, keysFromJwks, thumbprint } from "./jwks.js"
 
 export class EarKeyError extends Data.TaggedError("EarKeyError")<{
   readonly file: string
@@ -25,13 +28,6 @@ export class EarKeyError extends Data.TaggedError("EarKeyError")<{
   }
 }
 
-export interface EcPublicJwk {
-  readonly kty: "EC"
-  readonly crv: "P-256"
-  readonly x: string
-  readonly y: string
-}
-
 export interface EarSigningKey {
   readonly privateKey: crypto.KeyObject
   readonly publicKey: crypto.KeyObject
@@ -40,16 +36,7 @@ export interface EarSigningKey {
   readonly jwk: EcPublicJwk & { readonly kid: string; readonly alg: "ES256"; readonly use: "sig" }
 }
 
-/** A public verification key with its id, as a relying party holds it. */
-export interface EarVerificationKey {
-  readonly kid: string
-  readonly key: crypto.KeyObject
-}
-
 export const EAR_KEY_FILE = "ear-signing-key.pem"
-export const JWKS_CONTENT_TYPE = "application/jwk-set+json"
-
-const b64url = (b: Uint8Array): string => Buffer.from(b).toString("base64url")
 
 /** The P-256 public JWK of a key, or a reason it is not one. */
 export const publicJwkOf = (key: crypto.KeyObject): Either.Either<EcPublicJwk, string> => {
@@ -60,10 +47,6 @@ export const publicJwkOf = (key: crypto.KeyObject): Either.Either<EcPublicJwk, s
   if (typeof jwk.x !== "string" || typeof jwk.y !== "string") return Either.left("has no x/y coordinates")
   return Either.right({ kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y })
 }
-
-/** RFC 7638: SHA-256 over the required members in lexicographic order, no whitespace. */
-export const thumbprint = (jwk: EcPublicJwk): string =>
-  b64url(crypto.createHash("sha256").update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest())
 
 export const signingKeyOf = (privateKey: crypto.KeyObject): Either.Either<EarSigningKey, string> =>
   privateKey.type !== "private"
@@ -132,34 +115,16 @@ export const jwksDocument = (keys: ReadonlyArray<EarSigningKey>): { readonly key
 export const jwksResponse = (keys: ReadonlyArray<EarSigningKey>): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(jwksDocument(keys), { contentType: JWKS_CONTENT_TYPE })
 
-const JwkSet = Schema.parseJson(Schema.Struct({
-  keys: Schema.Array(Schema.Struct({ kty: Schema.String, crv: Schema.optional(Schema.String), x: Schema.optional(Schema.String), y: Schema.optional(Schema.String), kid: Schema.optional(Schema.String) }))
-}))
-
-/** The ES256 keys of a JWKS document (other keys are skipped), or why the text is not one. */
-export const keysFromJwks = (text: string): Either.Either<ReadonlyArray<EarVerificationKey>, string> =>
-  Either.flatMap(Either.mapLeft(Schema.decodeUnknownEither(JwkSet)(text), (e) => `not a JWKS document: ${e.message.split("\n")[0]}`), (set) => {
-    const keys: Array<EarVerificationKey> = []
-    for (const jwk of set.keys) {
-      if (jwk.kty !== "EC" || jwk.crv !== "P-256" || jwk.x === undefined || jwk.y === undefined) continue
-      const publicJwk: EcPublicJwk = { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y }
-      try {
-        keys.push({ kid: jwk.kid ?? thumbprint(publicJwk), key: crypto.createPublicKey({ key: { ...publicJwk }, format: "jwk" }) })
-      } catch (e) {
-        return Either.left(`key ${jwk.kid ?? "(no kid)"} is not a P-256 point: ${(e as Error).message}`)
-      }
-    }
-    return keys.length === 0 ? Either.left("holds no P-256 (ES256) key") : Either.right(keys)
-  })
-
 /** A key from PEM: a public key, a certificate or a private key (its public half). */
 export const keyFromPem = (pem: string): Either.Either<EarVerificationKey, string> => {
   try {
     const key = pem.includes("-----BEGIN CERTIFICATE-----") ? new crypto.X509Certificate(pem).publicKey : crypto.createPublicKey(pem)
-    return Either.map(publicJwkOf(key), (jwk) => ({ kid: thumbprint(jwk), key }))
+    return Either.map(publicJwkOf(key), (jwk) => ({ kid: thumbprint(jwk), jwk }))
   } catch (e) {
     return Either.left(`not a PEM public key, certificate or private key (${(e as Error).message})`)
   }
 }
 
-export const verificationKeyOf = (key: EarSigningKey): EarVerificationKey => ({ kid: key.kid, key: key.publicKey })
+export const verificationKeyOf = (key: EarSigningKey): EarVerificationKey => ({ kid: key.kid, jwk: publicJwk(key.jwk) })
+
+const publicJwk = (jwk: EcPublicJwk): EcPublicJwk => ({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y })

@@ -2,6 +2,7 @@
  * The file digests an IMA list shows, as a runtime policy's `digests` map: what `attest policy
  * create runtime --ima-list` and `attest up` (a policy for each simulated machine) allow.
  */
+import { toHex } from "../crypto/encoding.js"
 import type { ImaEntry } from "./entry.js"
 
 /** Adds `digest` to `path`'s list once. */
@@ -20,7 +21,7 @@ export const digestsFromImaList = (
 ): Record<string, Array<string>> => {
   for (const e of entries) {
     if (e.template === "ima-buf") continue
-    const hex = Buffer.from(e.digest).toString("hex")
+    const hex = toHex(e.digest)
     if (/^0+$/.test(hex) && e.name !== "boot_aggregate") continue
     addDigest(into, e.name, hex)
   }

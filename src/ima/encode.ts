@@ -6,23 +6,26 @@
  * (sha1 in `ascii_runtime_measurements`, sha256 in `ascii_runtime_measurements_sha256`).
  * The parser in entry.ts rebuilds the same bytes from a line; the tests hold the two together.
  */
+import { utf8Bytes } from "../crypto/encoding.js"
 import { type HashAlg, hashBytes, toHex } from "./hash.js"
 
 /** ima-ng template data for a file digest and path. */
 export const imaNgTemplateData = (digestAlg: string, fileDigest: Uint8Array, path: string): Uint8Array => {
-  const algo = Buffer.from(`${digestAlg}:\0`, "utf8")
-  const name = Buffer.from(`${path}\0`, "utf8")
-  const out = Buffer.alloc(4 + algo.length + fileDigest.length + 4 + name.length)
-  let at = out.writeUInt32LE(algo.length + fileDigest.length, 0)
-  at += algo.copy(out, at)
-  out.set(fileDigest, at)
-  at = out.writeUInt32LE(name.length, at + fileDigest.length)
-  name.copy(out, at)
-  return new Uint8Array(out.buffer, out.byteOffset, out.length)
+  const algo = utf8Bytes(`${digestAlg}:\0`)
+  const name = utf8Bytes(`${path}\0`)
+  const out = new Uint8Array(4 + algo.length + fileDigest.length + 4 + name.length)
+  const view = new DataView(out.buffer)
+  view.setUint32(0, algo.length + fileDigest.length, true)
+  out.set(algo, 4)
+  out.set(fileDigest, 4 + algo.length)
+  const nameAt = 4 + algo.length + fileDigest.length
+  view.setUint32(nameAt, name.length, true)
+  out.set(name, nameAt + 4)
+  return out
 }
 
 /** The template hash of one bank: what the kernel extends into PCR 10. */
-export const templateHash = (bank: HashAlg, templateData: Uint8Array): Uint8Array => new Uint8Array(hashBytes(bank, templateData))
+export const templateHash = (bank: HashAlg, templateData: Uint8Array): Uint8Array => hashBytes(bank, templateData)
 
 /** One line of an ASCII measurement list for an ima-ng entry, given the hash its column shows. */
 export const imaNgLine = (columnHash: Uint8Array, digestAlg: string, fileDigest: Uint8Array, path: string, pcr = 10): string =>

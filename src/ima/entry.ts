@@ -4,6 +4,7 @@
  * and a reused buffer; `parseEntry` wraps it for callers that want an immutable value.
  */
 import { Data, Either } from "effect"
+import { allocBytes } from "../crypto/encoding.js"
 import { HEX_VALUE } from "./hex.js"
 import { nameHash } from "./nameTable.js"
 
@@ -23,11 +24,11 @@ export class ImaParseError extends Data.TaggedError("ImaParseError")<{
 
 /** Growable scratch buffer for template data: one per evaluation, not per entry. */
 export class TemplateBuffer {
-  buf: Buffer = Buffer.allocUnsafe(4096)
+  buf: Uint8Array = allocBytes(4096)
   private views: Array<Uint8Array | undefined> = []
   ensure(n: number): void {
     if (n > this.buf.length) {
-      this.buf = Buffer.allocUnsafe(Math.max(n, this.buf.length * 2))
+      this.buf = allocBytes(Math.max(n, this.buf.length * 2))
       this.views = []
     }
   }
@@ -112,13 +113,13 @@ let lastNameHash = 0
  * Writes text[a, b) as UTF-8 (ASCII, nearly every path, is copied in JS) and leaves the name's
  * FNV-1a hash (nameTable.ts) in lastNameHash: the policy lookup needs it and the loop is here anyway.
  */
-const writeUtf8At = (text: string, a: number, b: number, buf: Buffer, off: number): number => {
+const writeUtf8At = (text: string, a: number, b: number, buf: Uint8Array, off: number): number => {
   let h = 0x811c9dc5
   for (let i = a; i < b; i++) {
     const c = text.charCodeAt(i)
     if (c >= 128) {
       lastNameHash = nameHash(text, a, b)
-      return buf.write(text.slice(a, b), off, "utf8")
+      return encoder.encodeInto(text.slice(a, b), buf.subarray(off)).written
     }
     h = Math.imul(h ^ c, 0x01000193)
     buf[off + i - a] = c
@@ -127,22 +128,26 @@ const writeUtf8At = (text: string, a: number, b: number, buf: Buffer, off: numbe
   return b - a
 }
 
-/** UTF-8 encode; ASCII (nearly every path) is copied in JS, the rest goes through Buffer#write. */
-const writeUtf8 = (buf: Buffer, off: number, s: string): number => {
+/** UTF-8 encode; ASCII (nearly every path) is copied in JS, the rest goes through TextEncoder. */
+const writeUtf8 = (buf: Uint8Array, off: number, s: string): number => {
   const n = s.length
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i)
-    if (c >= 128) return buf.write(s, off, "utf8")
+    if (c >= 128) return encoder.encodeInto(s, buf.subarray(off)).written
     buf[off + i] = c
   }
   return n
 }
 
-const writeHex = (buf: Buffer, off: number, hex: string): number => {
-  if ((hex.length & 1) !== 0) return -1
-  const n = hex.length >> 1
-  // Buffer#write stops at the first invalid pair, so a short count means bad input.
-  return n === 0 ? 0 : buf.write(hex, off, n, "hex") === n ? n : -1
+const writeHex = (buf: Uint8Array, off: number, hex: string): number => decodeHexAt(hex, 0, hex.length, buf, off)
+
+const encoder = new TextEncoder()
+
+const writeU32le = (buf: Uint8Array, v: number, at: number): void => {
+  buf[at] = v & 0xff
+  buf[at + 1] = (v >>> 8) & 0xff
+  buf[at + 2] = (v >>> 16) & 0xff
+  buf[at + 3] = (v >>> 24) & 0xff
 }
 
 /**
@@ -250,14 +255,14 @@ export const parseLineInto = (
   if (n < 0) return badDigest(line, d0, d1, hexAt)
   out.digestLength = n
   off += n
-  buf.writeUInt32LE(off - 4, 0)
+  writeU32le(buf, off - 4, 0)
   // n-ng: u32 len ‖ name ‖ NUL
   const nameAt = off
   off += 4
   off += writeUtf8At(line, d1 + 1, nameEnd, buf, off)
   out.nameHash = lastNameHash
   buf[off++] = 0
-  buf.writeUInt32LE(off - nameAt - 4, nameAt)
+  writeU32le(buf, off - nameAt - 4, nameAt)
   if (template === "ima-ng") {
     out.length = off
     out.extraStart = off
@@ -267,7 +272,7 @@ export const parseLineInto = (
   // sig / buf: u32 len ‖ bytes (length 0 and no bytes when empty)
   const e = writeHex(buf, off + 4, out.extraHex)
   if (e < 0) return `${template === "ima-sig" ? "signature" : "buffer"} is not valid hex`
-  buf.writeUInt32LE(e, off)
+  writeU32le(buf, e, off)
   out.extraStart = off + 4
   out.extraLength = e
   out.length = off + 4 + e

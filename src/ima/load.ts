@@ -4,9 +4,9 @@
  * and texts), then `compileRuntimePolicyDocument`. Cost: about one JSON.parse plus one pass over the
  * digests (bench/policy-load.ts).
  */
-import { isUtf8 } from "node:buffer"
-import * as crypto from "node:crypto"
 import { Either, Schema } from "effect"
+import { cryptoPort } from "../crypto/active.js"
+import { base64Bytes, strictUtf8, toHex, utf8Bytes } from "../crypto/encoding.js"
 import { type CompiledRuntimePolicy, compileRuntimePolicyDocument, malformatted, RuntimePolicyError, schemaIssue } from "./compileDocument.js"
 import { DsseEnvelope, dsseKeyId, verificationKeyFrom, verifyEnvelope } from "./dsse.js"
 import { scanRuntimePolicy } from "./scanPolicy.js"
@@ -54,11 +54,9 @@ export const loadRuntimePolicy = (
   upload: string | Uint8Array,
   options: RuntimePolicyLoadOptions = {}
 ): Either.Either<LoadedRuntimePolicy, RuntimePolicyError> => {
-  const checksum = (typeof upload === "string" ? crypto.createHash("sha256").update(upload, "utf8") : crypto.createHash("sha256").update(upload)).digest("hex")
-  if (typeof upload !== "string" && !isUtf8(upload)) {
-    return Either.left(new RuntimePolicyError({ kind: "NotJson", path: "", reason: "the policy is not UTF-8 text" }))
-  }
-  const text = typeof upload === "string" ? upload : textOf(upload)
+  const checksum = toHex(cryptoPort().digest("sha256", typeof upload === "string" ? utf8Bytes(upload) : upload))
+  const text = typeof upload === "string" ? upload : strictUtf8(upload)
+  if (text === undefined) return Either.left(new RuntimePolicyError({ kind: "NotJson", path: "", reason: "the policy is not UTF-8 text" }))
   const { key, requireSignature = false } = options
   // The plain unsigned policy, nearly every upload: one scan, no JSON.parse of the digests.
   if (!requireSignature && key === undefined) {
@@ -87,18 +85,17 @@ export const loadRuntimePolicy = (
     } else {
       // Neither required nor keyed: Keylime takes the payload as it is.
       if (!BASE64.test(env.right.payload)) return Either.left(malformatted("payload", "is not base64"))
-      payload = Buffer.from(env.right.payload, "base64")
+      payload = base64Bytes(env.right.payload)
     }
-    if (!isUtf8(payload)) return Either.left(new RuntimePolicyError({ kind: "NotJson", path: "payload", reason: "the payload is not UTF-8 text" }))
-    return Either.map(loadDocument(textOf(payload), "payload"), (compiled) => ({ ...compiled, checksum, signedBy }))
+    const payloadText = strictUtf8(payload)
+    if (payloadText === undefined) return Either.left(new RuntimePolicyError({ kind: "NotJson", path: "payload", reason: "the payload is not UTF-8 text" }))
+    return Either.map(loadDocument(payloadText, "payload"), (compiled) => ({ ...compiled, checksum, signedBy }))
   }
   if (requireSignature || key !== undefined) {
     return Either.left(new RuntimePolicyError({ kind: "NotSigned", path: "", reason: "the policy is not a DSSE envelope" }))
   }
   return Either.map(compileRuntimePolicyDocument(doc), (compiled) => ({ ...compiled, checksum, signedBy }))
 }
-
-const textOf = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("utf8")
 
 /** A policy document's text (an envelope's payload) → compiled: the scan when it can, else JSON.parse. */
 const loadDocument = (text: string, path: string): Either.Either<CompiledRuntimePolicy, RuntimePolicyError> => {

@@ -11,6 +11,7 @@
  * - slots: open addressing over (nameHash + 1, row) pairs, looked up with the hash the list parser
  *   computes while it copies the path (no string is cut from the list to look it up).
  */
+import { latin1, toHex } from "../crypto/encoding.js"
 import { HEX_VALUE, LOWER_HEX_VALUE } from "./hex.js"
 
 /** Allowed digests of one name as lower-case hex: one string, or a Set when there are several. */
@@ -230,7 +231,7 @@ export class NameTableBuilder {
 
   private flushBytes(): void {
     if (this.byteLength === 0) return
-    this.pieces.push(Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.byteLength).toString("latin1"))
+    this.pieces.push(latin1(this.bytes.subarray(0, this.byteLength)))
     this.byteLength = 0
   }
 
@@ -371,7 +372,7 @@ export class NameTable {
     const set = new Set<string>()
     const end = this.rows[STRIDE * r + STRIDE + 2]!
     for (let p = this.rows[STRIDE * r + 2]!; p < end; p += 1 + this.pool[p]!) {
-      set.add(Buffer.from(this.pool.buffer, this.pool.byteOffset + p + 1, this.pool[p]!).toString("hex"))
+      set.add(toHex(this.pool.subarray(p + 1, p + 1 + this.pool[p]!)))
     }
     return set.size === 1 ? [...set][0]! : set
   }

@@ -1,7 +1,8 @@
 /** PCR 10 replay of a whole list per bank, without policy evaluation (tests, tools, the simulator). */
 import { Either } from "effect"
 import { emptyFields, ImaParseError, parseLineInto, TemplateBuffer } from "./entry.js"
-import { digestSize, type HashAlg, hashBytes } from "./hash.js"
+import { concat } from "../crypto/encoding.js"
+import { digestSize, type HashAlg, hashBytes, ones } from "./hash.js"
 
 /**
  * Extends PCR 10 with every entry: `PCR = H(PCR ‖ H(template data))`, or `‖ 0xFF…` for a violation
@@ -12,7 +13,7 @@ export const replayPcr10 = (
   banks: ReadonlyArray<HashAlg>,
   initial?: Partial<Record<HashAlg, Uint8Array>>
 ): Either.Either<Record<string, Uint8Array>, ImaParseError> => {
-  const pcrs: Array<Buffer> = banks.map((b) => Buffer.from(initial?.[b] ?? new Uint8Array(digestSize(b))))
+  const pcrs: Array<Uint8Array> = banks.map((b) => new Uint8Array(initial?.[b] ?? new Uint8Array(digestSize(b))))
   const tb = new TemplateBuffer()
   const f = emptyFields()
   const lines = text.split("\n")
@@ -23,8 +24,8 @@ export const replayPcr10 = (
     if (reason !== undefined) return Either.left(new ImaParseError({ line: i + 1, reason }))
     const violation = /^0+$/.test(line.slice(f.thStart, f.thEnd))
     banks.forEach((b, k) => {
-      const th = violation ? Buffer.alloc(digestSize(b), 0xff) : hashBytes(b, tb.buf.subarray(0, f.length))
-      pcrs[k] = hashBytes(b, Buffer.concat([pcrs[k]!, th]))
+      const th = violation ? ones(b) : hashBytes(b, tb.buf.subarray(0, f.length))
+      pcrs[k] = hashBytes(b, concat(pcrs[k]!, th))
     })
   }
   const out: Record<string, Uint8Array> = {}

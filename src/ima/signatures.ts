@@ -1,12 +1,15 @@
 /**
  * IMA file signatures (evmctl / kernel signature_v2_hdr, tpm-facts.md §4.5) and the keyrings that
  * check them: the tenant's `ima_sign_verification_keys`, the policy's `verification-keys`, and keys
- * learned from `ima-buf` entries.
+ * learned from `ima-buf` entries. Keys and checks come from the crypto port: RSA with node:crypto or
+ * a BigInt public operation, ECDSA over the file digest with @noble/curves on both.
  */
-import * as crypto from "node:crypto"
 import { Either } from "effect"
 import { decodeImaKeyringJson } from "../../schemas/RuntimePolicy.js"
-import { supportedCurve, verifyEcdsaPrehashed } from "./ecdsa.js"
+import { cryptoPort } from "../crypto/active.js"
+import { base64Bytes, hexBytes, toBase64, toHex } from "../crypto/encoding.js"
+import { type PublicKey, sameKey } from "../crypto/port.js"
+import { spkiDer, subjectPublicKey } from "../crypto/spki.js"
 
 /** Kernel `enum hash_algo` values used in the v2 header. */
 const kernelHashAlgo: Record<number, string> = { 1: "md5", 2: "sha1", 4: "sha256", 5: "sha384", 6: "sha512", 7: "sha224" }
@@ -33,65 +36,31 @@ export const parseSigHeader = (b: Uint8Array): SigHeader | undefined => {
   const hashAlg = kernelHashAlgo[b[2]!]
   const size = (b[7]! << 8) | b[8]!
   if (hashAlg === undefined || 9 + size !== b.length) return undefined
-  return { hashAlg, keyid: Buffer.from(b.subarray(3, 7)).toString("hex"), signature: b.subarray(9) }
+  return { hashAlg, keyid: toHex(b.subarray(3, 7)), signature: b.subarray(9) }
 }
 
 /** IMA keyid: last 4 bytes of SHA-1 over the subjectPublicKey contents (PKCS#1 RSAPublicKey or EC point). */
-export const imaKeyId = (key: crypto.KeyObject): string | undefined => {
-  let bits: Uint8Array
-  if (key.asymmetricKeyType === "rsa") {
-    bits = key.export({ format: "der", type: "pkcs1" })
-  } else if (key.asymmetricKeyType === "ec") {
-    const jwk = key.export({ format: "jwk" })
-    if (jwk.x === undefined || jwk.y === undefined) return undefined
-    bits = Buffer.concat([Buffer.of(4), Buffer.from(jwk.x, "base64url"), Buffer.from(jwk.y, "base64url")])
-  } else {
-    return undefined
-  }
-  return crypto.createHash("sha1").update(bits).digest().subarray(16).toString("hex")
-}
+export const imaKeyId = (key: PublicKey): string | undefined =>
+  key.type === "other" ? undefined : toHex(cryptoPort().digest("sha1", subjectPublicKey(key)).subarray(16))
 
-/** A public key from DER or PEM, as an SPKI key or inside an X.509 certificate; undefined if neither. */
-export const publicKeyFrom = (data: Uint8Array | string): crypto.KeyObject | undefined => {
-  const attempts: Array<() => crypto.KeyObject> =
-    typeof data === "string"
-      ? [() => new crypto.X509Certificate(data).publicKey, () => crypto.createPublicKey(data)]
-      : [
-          () => new crypto.X509Certificate(Buffer.from(data)).publicKey,
-          () => crypto.createPublicKey({ key: Buffer.from(data), format: "der", type: "spki" }),
-          () => crypto.createPublicKey({ key: Buffer.from(data), format: "der", type: "pkcs1" }),
-          () => new crypto.X509Certificate(Buffer.from(data).toString("latin1")).publicKey,
-          () => crypto.createPublicKey(Buffer.from(data).toString("latin1"))
-        ]
-  for (const attempt of attempts) {
-    try {
-      const k = attempt()
-      return k.type === "public" ? k : crypto.createPublicKey(k)
-    } catch {
-      // not this encoding; try the next
-    }
-  }
-  return undefined
-}
+/** A public key from DER or PEM, as an SPKI key, a PKCS#1 RSA key or inside an X.509 certificate; undefined if none. */
+export const publicKeyFrom = (data: Uint8Array | string): PublicKey | undefined => cryptoPort().publicKeyFrom(data)
 
-export const isSupportedKey = (k: crypto.KeyObject): boolean =>
-  k.asymmetricKeyType === "rsa" || (k.asymmetricKeyType === "ec" && supportedCurve(k.asymmetricKeyDetails?.namedCurve))
+/** RSA, or ECDSA on P-256, P-384 or secp256k1: the keys IMA signatures are checked with. */
+export const isSupportedKey = (k: PublicKey): boolean =>
+  k.type === "rsa" || (k.type === "ec" && (k.curve === "P-256" || k.curve === "P-384" || k.curve === "secp256k1"))
 
 /** Verify a v2 signature over `fileDigest` with one key. Never throws. */
-export const verifyWithKey = (key: crypto.KeyObject, h: SigHeader, fileDigest: Uint8Array): boolean => {
-  if (key.asymmetricKeyType === "rsa") {
+export const verifyWithKey = (key: PublicKey, h: SigHeader, fileDigest: Uint8Array): boolean => {
+  if (key.type === "rsa") {
     const prefix = digestInfoPrefix[h.hashAlg]
     if (prefix === undefined) return false
-    try {
-      const em = crypto.publicDecrypt({ key, padding: crypto.constants.RSA_PKCS1_PADDING }, h.signature)
-      const expected = Buffer.concat([Buffer.from(prefix, "hex"), fileDigest])
-      return em.length === expected.length && crypto.timingSafeEqual(em, expected)
-    } catch {
-      return false
-    }
+    const digestInfo = new Uint8Array(prefix.length / 2 + fileDigest.length)
+    digestInfo.set(hexBytes(prefix))
+    digestInfo.set(fileDigest, prefix.length / 2)
+    return cryptoPort().verifyRsaDigestInfo(key, digestInfo, h.signature)
   }
-  if (key.asymmetricKeyType === "ec") return verifyEcdsaPrehashed(key, fileDigest, h.signature)
-  return false
+  return isSupportedKey(key) && cryptoPort().verifyEcdsaDigest(key, fileDigest, h.signature)
 }
 
 /**
@@ -100,7 +69,7 @@ export const verifyWithKey = (key: crypto.KeyObject, h: SigHeader, fileDigest: U
  * them too: one evaluation adds what it learns to its own layer without copying the others.
  */
 export class ImaKeyring {
-  private readonly byId = new Map<string, Array<crypto.KeyObject>>()
+  private readonly byId = new Map<string, Array<PublicKey>>()
   readonly learned: Array<{ readonly keyring: string; readonly der: string }> = []
 
   constructor(private readonly bases: ReadonlyArray<ImaKeyring> = []) {}
@@ -117,16 +86,16 @@ export class ImaKeyring {
     return n
   }
 
-  add(key: crypto.KeyObject): string | undefined {
+  add(key: PublicKey): string | undefined {
     const id = imaKeyId(key)
     if (id !== undefined) this.addWithId(id, key)
     return id
   }
 
   /** Adds a key seen in an ima-buf entry and remembers it (base64 SPKI DER) for the state. */
-  learn(keyring: string, key: crypto.KeyObject): void {
+  learn(keyring: string, key: PublicKey): void {
     this.add(key)
-    this.learned.push({ keyring, der: key.export({ format: "der", type: "spki" }).toString("base64") })
+    if (key.type !== "other") this.learned.push({ keyring, der: toBase64(spkiDer(key)) })
   }
 
   /**
@@ -166,20 +135,20 @@ export class ImaKeyring {
     return false
   }
 
-  private addWithId(id: string, key: crypto.KeyObject): void {
+  private addWithId(id: string, key: PublicKey): void {
     const list = this.byId.get(id)
     if (list === undefined) this.byId.set(id, [key])
-    else if (!list.some((k) => k.equals(key))) list.push(key)
+    else if (!list.some((k) => sameKey(k, key))) list.push(key)
   }
 }
 
 const RESTORED_MAX = 4096
-const restored = new Map<string, { readonly key: crypto.KeyObject; readonly id: string | undefined } | undefined>()
+const restored = new Map<string, { readonly key: PublicKey; readonly id: string | undefined } | undefined>()
 
 /** A learned key from its stored DER, parsed once per process (bounded: the oldest is dropped first). */
-const restoredKey = (der: string): { readonly key: crypto.KeyObject; readonly id: string | undefined } | undefined => {
+const restoredKey = (der: string): { readonly key: PublicKey; readonly id: string | undefined } | undefined => {
   if (restored.has(der)) return restored.get(der)
-  const key = publicKeyFrom(Buffer.from(der, "base64"))
+  const key = publicKeyFrom(base64Bytes(der))
   const entry = key === undefined ? undefined : { key, id: imaKeyId(key) }
   if (restored.size >= RESTORED_MAX) restored.delete(restored.keys().next().value!)
   restored.set(der, entry)

@@ -4,10 +4,12 @@
  * §3.3), starting from the agent's incremental state. One tight loop over the list text: no per-entry
  * Effect, one reused template buffer, one-shot hashes.
  */
-import type * as crypto from "node:crypto"
+import { cryptoPort } from "../crypto/active.js"
+import { hexBytes, latin1, latin1Bytes, toHex } from "../crypto/encoding.js"
+import type { PublicKey } from "../crypto/port.js"
 import { digestHexOf, emptyFields, nameOf, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
-import { digestSize, type HashAlg, hashAlgFromHexLength, hashLatin1 } from "./hash.js"
+import { digestSize, type HashAlg, hashAlgFromHexLength } from "./hash.js"
 import { NameTable } from "./nameTable.js"
 import type { CompiledPolicy, DigestLookup } from "./policy.js"
 import { ImaKeyring, isSupportedKey, publicKeyFrom } from "./signatures.js"
@@ -80,8 +82,8 @@ const hexDecodedEquals = (text: string, at: number, d: string, from: number): bo
   return true
 }
 
-const latin1OfHex = (hex: string): string => Buffer.from(hex, "hex").toString("latin1")
-const hexOfLatin1 = (s: string): string => Buffer.from(s, "latin1").toString("hex")
+const latin1OfHex = (hex: string): string => latin1(hexBytes(hex))
+const hexOfLatin1 = (s: string): string => toHex(latin1Bytes(s))
 
 const isHexRange = (s: string, a: number, b: number): boolean => {
   for (let i = a; i < b; i++) if (nibble(s.charCodeAt(i)) < 0) return false
@@ -115,19 +117,20 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   }
 
   const nb = banks.length
-  // Digests are latin1 strings (one char per byte): crypto.hash returns those several times cheaper
-  // than a Buffer (no ArrayBuffer per call), and PCR comparisons become string equality.
+  // Digests are latin1 strings (one char per byte): node's crypto.hash returns those several times
+  // cheaper than a Buffer (no ArrayBuffer per call), and PCR comparisons become string equality.
+  const hashLatin1 = cryptoPort().digestLatin1
   const running: Array<string> = banks.map((b) => {
     const v = start.pcrs[b]
     return v === undefined ? "\0".repeat(digestSize(b)) : latin1OfHex(v)
   })
   const sizes = banks.map(digestSize)
-  const extendBufs = sizes.map((n) => Buffer.alloc(2 * n))
+  const extendBufs = sizes.map((n) => new Uint8Array(2 * n))
   const ff = sizes.map((n) => "\xff".repeat(n))
   const pths: Array<string> = ff.slice()
   const targets: Array<string | undefined> = banks.map((b) => {
     const q = quoted[b]
-    return q === undefined ? undefined : Buffer.from(q.buffer, q.byteOffset, q.byteLength).toString("latin1")
+    return q === undefined ? undefined : latin1(q)
   })
   const allMatch = (): boolean => {
     for (let i = 0; i < nb; i++) if (running[i] !== targets[i]) return false
@@ -191,7 +194,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     const lineNo = input.startEntry + count
     // Column 2's hex is checked only when it does not match (below): saves a pass over every line.
     let reason = parseLineInto(text, lineStart, nl, tb, f, false)
-    // A plain view is cheaper to make than Buffer#subarray; crypto.hash takes any Uint8Array.
+    // A plain view is cheaper to make than Buffer#subarray; the digest takes any Uint8Array.
     const data = reason === undefined ? tb.view(f.length) : undefined
     const thLen = f.thEnd - f.thStart
     const tomtou = data !== undefined && text.charCodeAt(f.thStart) === 48 && isZeros(text, f.thStart, f.thEnd)
@@ -291,7 +294,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   function validateBuf(lineNo: number): void {
     const name = nameOf(text, f)
     const buf = tb.buf.subarray(f.extraStart, f.extraStart + f.extraLength)
-    const key: crypto.KeyObject | undefined = buf.length > 0 ? publicKeyFrom(buf) : undefined
+    const key: PublicKey | undefined = buf.length > 0 ? publicKeyFrom(buf) : undefined
     if (key !== undefined) {
       if (!isSupportedKey(key)) {
         failures.push(failure(FailureType.invalidKey, `key from ${name} does not have a supported key type (entry ${lineNo})`, lineNo, name))

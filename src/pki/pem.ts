@@ -1,4 +1,5 @@
-/** PEM armour: DER ⇄ base64 text blocks (RFC 7468). */
+/** PEM armour: DER ⇄ base64 text blocks (RFC 7468). Portable: the engines read PEM keys and certificates with it. */
+import { base64Bytes, latin1, toBase64 } from "../crypto/encoding.js"
 
 export interface PemBlock {
   readonly label: string
@@ -7,7 +8,7 @@ export interface PemBlock {
 
 /** DER → PEM with 64-character lines, as openssl writes it. */
 export const toPem = (der: Uint8Array, label = "CERTIFICATE"): string => {
-  const b64 = Buffer.from(der).toString("base64")
+  const b64 = toBase64(der)
   const lines: Array<string> = []
   for (let i = 0; i < b64.length; i += 64) lines.push(b64.slice(i, i + 64))
   return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`
@@ -25,11 +26,11 @@ export const fromPem = (text: string): ReadonlyArray<PemBlock> => {
   for (const m of text.matchAll(BLOCK)) {
     const body = m[2] ?? ""
     if (!BASE64_BODY.test(body)) continue
-    out.push({ label: m[1] ?? "", der: new Uint8Array(Buffer.from(body.replace(/\s+/g, ""), "base64")) })
+    out.push({ label: m[1] ?? "", der: base64Bytes(body.replace(/\s+/g, "")) })
   }
   return out
 }
 
 /** True when the bytes look like PEM text rather than DER (DER certificates start with 0x30). */
 export const isPemText = (bytes: Uint8Array): boolean =>
-  Buffer.from(bytes.subarray(0, Math.min(bytes.length, 4096))).toString("latin1").includes("-----BEGIN ")
+  latin1(bytes.subarray(0, Math.min(bytes.length, 4096))).includes("-----BEGIN ")

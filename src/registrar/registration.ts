@@ -7,6 +7,7 @@ import * as crypto from "node:crypto"
 import { Data, Either } from "effect"
 import { parseCertificate } from "../pki/parse.js"
 import { makeCredential, encodeCredentialFile, type Rng } from "../tpm/credential.js"
+import { keyObjectOf } from "../tpm/nodeKeys.js"
 import {
   describePublic,
   isRestrictedSigningKey,
@@ -101,7 +102,7 @@ export const parseRegistration = (
     if (Either.isLeft(ek)) return invalid("ek_tpm", `is not a TPM2B_PUBLIC: ${ek.left.message} at byte ${ek.left.offset}`)
     ekPublic = ek.right
     if (ekCertificate !== null) {
-      const key = publicKeyOf(ekPublic)
+      const key = keyObjectOf(ekPublic)
       if (Either.isLeft(key) || !spki(key.right).equals(spki(ekCertificate.publicKey))) {
         return invalid("ek_tpm", "does not hold the public key of ekcert")
       }

@@ -20,38 +20,17 @@
  *   shared `Failure` values (schemas/Evidence.ts) with types under `tee_attestation.` (src/tee/failures.ts);
  *   claims (Keylime's names plus chip_id, vmpl, product_line) only when valid, `{}` otherwise.
  * - Never throws and never reads a file or the network.
+ * - Portable (src/tee/verify.ts and what it imports: no Node built-in); with the portable crypto
+ *   port, call it inside `settleSignatures` (AMD's chain is RSA). This index also exports the
+ *   Node-only parts (`loadVcekDirectory`, `signReport`).
  */
-import type { Failure } from "../../schemas/Evidence.js"
-import { readTeeRequest } from "./request.js"
-import type { ChainCache, SnpRoots } from "./snp/chain.js"
-import { verifySnpEvidence } from "./snp/verify.js"
-import type { VcekDirectory } from "./snp/vcekDirectory.js"
-
 export { TEE_FAILURE, policyFailureType } from "./failures.js"
 export { amdRoots, type ChainCache, makeChainCache, makeSnpRoots, type SnpRoots, SnpRootsError, verifyVcekChain } from "./snp/chain.js"
 export { parseSnpReport, encodeSnpReport, type SnpReport, SnpReportError, type SnpReportFields } from "./snp/report.js"
-export { signReport, verifyReportSignature } from "./snp/signature.js"
+export { verifyReportSignature } from "./snp/signature.js"
+export { signReport } from "./snp/sign.js"
 export { type SnpEvidenceInput, type SnpResult, verifySnpEvidence, type SnpVerifyOptions } from "./snp/verify.js"
 export { decodeTcb, encodeTcb, type ProductLine, type TcbParts } from "./snp/tcb.js"
 export { parseVcek, type Vcek, VcekError, vcekExtensions } from "./snp/vcek.js"
 export { loadVcekDirectory, type VcekDirectory, VcekDirectoryError, vcekDirectoryOf, vcekEntry } from "./snp/vcekDirectory.js"
-
-export interface TeeVerifyOptions {
-  readonly now: Date
-  readonly vcekDir?: VcekDirectory
-  readonly chainCache?: ChainCache
-  readonly roots?: SnpRoots
-}
-
-export interface TeeVerdict {
-  readonly valid: boolean
-  readonly failures: ReadonlyArray<Failure>
-  readonly claims: Record<string, unknown>
-}
-
-export const verifyTeeEvidence = (data: unknown, options: TeeVerifyOptions): TeeVerdict => {
-  const request = readTeeRequest(data)
-  if (request._tag === "Left") return { valid: false, failures: request.left, claims: {} }
-  const result = verifySnpEvidence(request.right.snp, options)
-  return { valid: result.failures.length === 0, failures: result.failures, claims: result.claims }
-}
+export { type TeeVerdict, type TeeVerifyOptions, verifyTeeEvidence } from "./verify.js"

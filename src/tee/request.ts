@@ -5,6 +5,7 @@
  * a curve point `tee_attestation.invalid_public_key`. Field schemas are those of schemas/Evidence.ts.
  */
 import { Either, ParseResult, Schema } from "effect"
+import { base64Bytes } from "../crypto/encoding.js"
 import { type Failure, makeFailure, SnpPolicy, TeeBase64, UrlBase64NoPad } from "../../schemas/Evidence.js"
 import { TEE_FAILURE } from "./failures.js"
 import type { SnpEvidenceInput } from "./snp/verify.js"
@@ -32,16 +33,17 @@ export const readTeeRequest = (data: unknown): Either.Either<TeeRequest, Readonl
   const failures: Array<Failure> = []
   const missing = (param: string) => void failures.push(makeFailure(TEE_FAILURE.missingParam, `missing required parameter '${param}'`, { param }))
   const invalid = (field: string, why: string) => void failures.push(makeFailure(TEE_FAILURE.invalidInput, `${field} ${why}`, { field }))
-  const bytes = (field: string, value: unknown, decode: typeof decoders.base64, encoding: "base64" | "base64url"): Uint8Array | undefined => {
+  // Decoded leniently as Buffer decodes (both alphabets): the schemas have checked the text.
+  const bytes = (field: string, value: unknown, decode: typeof decoders.base64): Uint8Array | undefined => {
     if (!present(value)) return void missing(field)
     const text = decode(value)
     if (Either.isLeft(text)) return void invalid(field, typeof value === "string" ? problems(text.left) : "must be a string")
-    return new Uint8Array(Buffer.from(text.right, encoding))
+    return base64Bytes(text.right)
   }
 
-  const nonce = bytes("nonce", data["nonce"], decoders.base64, "base64")
-  const x = bytes("tee-pubkey-x-b64", data["tee-pubkey-x-b64"], decoders.urlBase64, "base64url")
-  const y = bytes("tee-pubkey-y-b64", data["tee-pubkey-y-b64"], decoders.urlBase64, "base64url")
+  const nonce = bytes("nonce", data["nonce"], decoders.base64)
+  const x = bytes("tee-pubkey-x-b64", data["tee-pubkey-x-b64"], decoders.urlBase64)
+  const y = bytes("tee-pubkey-y-b64", data["tee-pubkey-y-b64"], decoders.urlBase64)
   if (x !== undefined && y !== undefined) {
     const key = teeKeyCurve(x, y)
     if ("reason" in key) failures.push(makeFailure(TEE_FAILURE.invalidPublicKey, `tee-pubkey-x-b64, tee-pubkey-y-b64: ${key.reason}`, { field: "tee-pubkey" }))
@@ -62,7 +64,7 @@ export const readTeeRequest = (data: unknown): Either.Either<TeeRequest, Readonl
     if (!present(evidence)) missing("tee-evidence.evidence")
     else if (!isObject(evidence)) invalid("tee-evidence.evidence", "must be an object")
     else if (tee === "snp") {
-      report = bytes("tee-evidence.evidence.snp-report", evidence["snp-report"], decoders.base64, "base64")
+      report = bytes("tee-evidence.evidence.snp-report", evidence["snp-report"], decoders.base64)
       if (present(evidence["vcek"])) {
         const v = decoders.base64(evidence["vcek"])
         if (Either.isLeft(v)) invalid("tee-evidence.evidence.vcek", typeof evidence["vcek"] === "string" ? problems(v.left) : "must be a string")

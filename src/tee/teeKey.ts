@@ -4,6 +4,7 @@
  * BigInt arithmetic (y² = x³ − 3x + b mod p): importing the key through node:crypto costs as much as
  * the report's signature check.
  */
+import { toHex } from "../crypto/encoding.js"
 
 interface Curve {
   readonly name: string
@@ -29,7 +30,7 @@ const CURVES: ReadonlyMap<number, Curve> = new Map([
   }]
 ])
 
-const toBigInt = (b: Uint8Array): bigint => (b.length === 0 ? 0n : BigInt(`0x${Buffer.from(b).toString("hex")}`))
+const toBigInt = (b: Uint8Array): bigint => (b.length === 0 ? 0n : BigInt(`0x${toHex(b)}`))
 
 /** The curve's name when (x, y) is a point on the NIST curve of their length, otherwise why not. */
 export const teeKeyCurve = (x: Uint8Array, y: Uint8Array): { readonly curve: string } | { readonly reason: string } => {

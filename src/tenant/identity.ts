@@ -33,7 +33,7 @@ export const checkIdentityQuote = (
   const bank = verified.right.pcrs.find((b) => b.hash === hash)
   const pcr16 = bank?.values.get(DATA_PCR)
   if (pcr16 === undefined) return Either.left(refuse(agentId, `PCR ${DATA_PCR} is not in the quote`))
-  const expected = nkPcrValue(hash, q.pubkey)
+  const expected = Buffer.from(nkPcrValue(hash, q.pubkey))
   if (!expected.equals(pcr16)) {
     return Either.left(refuse(agentId, `PCR ${DATA_PCR} is ${Buffer.from(pcr16).toString("hex")}, not H(0 ‖ H(NK)) = ${expected.toString("hex")}: the NK it sent is not the one bound in its TPM`))
   }

@@ -1,16 +1,16 @@
 /**
- * AK public area → node KeyObject, cached: building a KeyObject from a JWK costs more than the
- * rest of a quote check, and a verifier sees the same few AKs over and over.
+ * AK public area → the crypto port's key, cached: importing a key (node builds a KeyObject from a
+ * JWK) costs more than the rest of a quote check, and a verifier sees the same few AKs over and over.
  */
-import type { KeyObject } from "node:crypto"
 import { Either } from "effect"
+import type { PublicKey } from "../crypto/port.js"
 import { toBase64 } from "./bytes.js"
 import { QuoteVerifyError } from "./errors.js"
 import { isRestrictedSigningKey, parseTpm2bPublic, publicKeyOf, type TpmtPublic } from "./public.js"
 
 export interface ResolvedAk {
   readonly public: TpmtPublic
-  readonly key: KeyObject
+  readonly key: PublicKey
 }
 
 const byObject = new WeakMap<object, ResolvedAk>()
@@ -40,7 +40,7 @@ export const resolveAk = (ak: TpmtPublic | Uint8Array, requireRestricted = true)
     if (found !== undefined) byObject.set(ak, found)
   }
   if (found !== undefined) {
-    // A hit returns the cached KeyObject itself: rebuilding it is the cost the cache exists to avoid.
+    // A hit returns the cached key itself: its native form is cached beside it by the port.
     return requireRestricted && !isRestrictedSigningKey(found.public) ? restrictedError() : Either.right(found)
   }
   let pub: TpmtPublic

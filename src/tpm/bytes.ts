@@ -6,8 +6,9 @@
  * catches it and turns it into a `TpmParseError`, so no exception escapes a public parse function
  * and the hot path pays no per-read allocation.
  */
-import { timingSafeEqual } from "node:crypto"
 import { Either } from "effect"
+import { base64Bytes, concat, hexBytes, toBase64 as base64Of, toHex as hexOf } from "../crypto/encoding.js"
+import { timingSafeEqual } from "../crypto/port.js"
 import { TpmParseError } from "./errors.js"
 
 /** Internal: thrown by Reader, caught by parseWith. Never escapes a public function. */
@@ -221,21 +222,10 @@ export class Writer {
   }
 }
 
-export const concatBytes = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  let n = 0
-  for (const p of parts) n += p.length
-  const out = new Uint8Array(n)
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
+export const concatBytes: (...parts: ReadonlyArray<Uint8Array>) => Uint8Array = concat
 
 /** Constant-time for equal lengths (secrets, HMACs, nonces); lengths are not secret. */
-export const equalBytes = (a: Uint8Array, b: Uint8Array): boolean =>
-  a.length === b.length && (a.length === 0 || timingSafeEqual(a, b))
+export const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => timingSafeEqual(a, b)
 
 /** Plain comparison for public data where timing does not matter. */
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
@@ -244,21 +234,21 @@ export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
   return true
 }
 
-export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex")
+export const toHex = (b: Uint8Array): string => hexOf(b)
 
 /** Decodes hex (optional 0x prefix); undefined when not valid hex. */
 export const fromHex = (s: string): Uint8Array | undefined => {
   const h = s.startsWith("0x") || s.startsWith("0X") ? s.slice(2) : s
   if (h.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(h)) return undefined
-  return new Uint8Array(Buffer.from(h, "hex"))
+  return hexBytes(h)
 }
 
-export const toBase64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")
+export const toBase64 = (b: Uint8Array): string => base64Of(b)
 
 /** Strict base64 (standard alphabet, padding optional); undefined when malformed. */
 export const fromBase64 = (s: string): Uint8Array | undefined => {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 === 1) return undefined
-  return new Uint8Array(Buffer.from(s, "base64"))
+  return base64Bytes(s)
 }
 
 /** A Uint8Array that owns exactly its bytes (a Buffer is a view over a pooled slab). */

@@ -17,7 +17,8 @@ import { CREDENTIAL_FILE_MAGIC, CREDENTIAL_FILE_VERSION, TPM_ALG } from "./const
 import { CredentialError, type TpmParseError } from "./errors.js"
 import { digestSize, type HashAlg } from "./hashAlg.js"
 import { kdfa, kdfe } from "./kdf.js"
-import { curveInfo, publicKeyOf, type EccPublicFields, type TpmtPublic } from "./public.js"
+import { keyObjectOf } from "./nodeKeys.js"
+import { curveInfo, type EccPublicFields, type TpmtPublic } from "./public.js"
 
 export type { CredentialBlob } from "./Tpm.js"
 
@@ -46,7 +47,7 @@ const ecdhSharedX = (privateKey: KeyObject, publicKey: KeyObject): Uint8Array =>
   new Uint8Array(diffieHellman({ privateKey, publicKey }))
 
 const eccPointKey = (ek: EccPublicFields, x: Uint8Array, y: Uint8Array): Either.Either<KeyObject, TpmParseError> =>
-  publicKeyOf({ ...ek, x, y })
+  keyObjectOf({ ...ek, x, y })
 
 /** The seed-derived protection: encIdentity and its outer HMAC (Part 1 §24.4/§24.5). */
 const protect = (
@@ -80,7 +81,7 @@ export const makeCredential = (
   const aesBits = symKeyBits(ekPublic)
   if (aesBits === undefined) return fail("key", "the EK has no AES-CFB symmetric definition (not a storage key)")
   if (secret.length > digestSize(nameAlg)) return fail("key", `secret of ${secret.length} bytes exceeds the ${nameAlg} digest size`)
-  const key = publicKeyOf(ekPublic)
+  const key = keyObjectOf(ekPublic)
   if (Either.isLeft(key)) return fail("key", key.left.message)
   try {
     let seed: Uint8Array

@@ -11,7 +11,8 @@ import { Either } from "effect"
 import { derLength } from "../pki/parse.js"
 import { toHex } from "./bytes.js"
 import { EkCertificateError } from "./errors.js"
-import { parseTpm2bPublic, publicKeyOf, type TpmtPublic } from "./public.js"
+import { keyObjectOf } from "./nodeKeys.js"
+import { parseTpm2bPublic, type TpmtPublic } from "./public.js"
 
 export interface EkCertificate {
   /** The certificate DER without any trailing NV padding. */
@@ -124,7 +125,7 @@ export const ekCertificateMatchesPublic = (
   if (Either.isLeft(cert)) return cert
   const pub = ekPublic instanceof Uint8Array ? parseTpm2bPublic(ekPublic) : Either.right(ekPublic)
   if (Either.isLeft(pub)) return fail("parse", `EK public: ${pub.left.message}`)
-  const key = publicKeyOf(pub.right)
+  const key = keyObjectOf(pub.right)
   if (Either.isLeft(key)) return fail("key", `EK public: ${key.left.message}`)
   return sameKey(cert.right.publicKey, key.right) ? cert : fail("mismatch", "the EK certificate is for a different key than the EK")
 }

@@ -1,5 +1,6 @@
 /** The TPM key derivation functions (TPM 2.0 Part 1 §11.4.10). */
-import { createHash, createHmac } from "node:crypto"
+import { cryptoPort } from "../crypto/active.js"
+import { concat } from "../crypto/encoding.js"
 import type { HashAlg } from "./hashAlg.js"
 
 const encoder = new TextEncoder()
@@ -38,14 +39,14 @@ export const kdfa = (
   const l = labelBytes(label)
   const bitsBytes = u32(bits)
   const bytes = (bits + 7) >>> 3
-  const chunks: Array<Buffer> = []
+  const chunks: Array<Uint8Array> = []
   let have = 0
   for (let i = 1; have < bytes; i++) {
-    const h = createHmac(hash, key).update(u32(i)).update(l).update(contextU).update(contextV).update(bitsBytes).digest()
+    const h = cryptoPort().hmac(hash, key, u32(i), l, contextU, contextV, bitsBytes)
     chunks.push(h)
     have += h.length
   }
-  return truncate(new Uint8Array(Buffer.concat(chunks)), bits)
+  return truncate(concat(...chunks), bits)
 }
 
 /**
@@ -62,12 +63,12 @@ export const kdfe = (
 ): Uint8Array => {
   const l = labelBytes(label)
   const bytes = (bits + 7) >>> 3
-  const chunks: Array<Buffer> = []
+  const chunks: Array<Uint8Array> = []
   let have = 0
   for (let i = 1; have < bytes; i++) {
-    const h = createHash(hash).update(u32(i)).update(z).update(l).update(partyU).update(partyV).digest()
+    const h = cryptoPort().hasher(hash).update(u32(i)).update(z).update(l).update(partyU).update(partyV).digest()
     chunks.push(h)
     have += h.length
   }
-  return truncate(new Uint8Array(Buffer.concat(chunks)), bits)
+  return truncate(concat(...chunks), bits)
 }

@@ -4,6 +4,7 @@
  * Keylime carries it as the third part of the quote string. Layout: tpm-facts.md §1.7.
  */
 import { Either } from "effect"
+import { allocBytes } from "../crypto/encoding.js"
 import { parseWith, type Reader, Writer } from "./bytes.js"
 import type { TpmParseError } from "./errors.js"
 import { algIdOf, digestSize, hashAlgFromId } from "./hashAlg.js"
@@ -72,7 +73,7 @@ export const readPcrBlob = (bytes: Uint8Array): Either.Either<ParsedPcrBlob, Tpm
     let total = 0
     for (const d of digests) total += d.length
     // From node's pool: a fresh Uint8Array (own ArrayBuffer) costs more than the rest of the parse.
-    const ordered = Buffer.allocUnsafe(total)
+    const ordered = allocBytes(total)
     let k = 0
     let at = 0
     const values: Array<PcrBankValues> = []

@@ -1,11 +1,12 @@
 /**
- * TPMT_PUBLIC / TPM2B_PUBLIC (TPM 2.0 Part 2 §12.2): parse, marshal, KeyObject, Name.
+ * TPMT_PUBLIC / TPM2B_PUBLIC (TPM 2.0 Part 2 §12.2): parse, marshal, public key, Name.
  *
  * Algorithm fields are kept as raw TPM_ALG ids so any parsed public re-encodes byte for byte;
  * `bytes` holds the exact TPMT_PUBLIC bytes so the Name hashes what was parsed.
  */
-import { createHash, createPublicKey, type KeyObject } from "node:crypto"
 import { Either } from "effect"
+import { cryptoPort } from "../crypto/active.js"
+import type { Curve, PublicKey } from "../crypto/port.js"
 import { parseWhole, type Reader, Writer, concatBytes } from "./bytes.js"
 import { TPM_ALG, TPM_ECC, TPM_RH_ENDORSEMENT, TPMA_OBJECT } from "./constants.js"
 import { TpmParseError } from "./errors.js"
@@ -238,25 +239,16 @@ export const makeTpmtPublic = <F extends TpmtPublicFields>(fields: F): F & { rea
 // ---------------------------------------------------------------------------------------------
 // keys, names, descriptions
 
-const curveNames: Record<number, { readonly crv: string; readonly size: number; readonly bits: number }> = {
+const curveNames: Record<number, { readonly crv: Curve; readonly size: number; readonly bits: number }> = {
   [TPM_ECC.nistP256]: { crv: "P-256", size: 32, bits: 256 },
   [TPM_ECC.nistP384]: { crv: "P-384", size: 48, bits: 384 }
 }
 
-export const curveInfo = (curveId: number): { readonly crv: string; readonly size: number; readonly bits: number } | undefined =>
+export const curveInfo = (curveId: number): { readonly crv: Curve; readonly size: number; readonly bits: number } | undefined =>
   curveNames[curveId]
 
 export const curveIdOfBits = (bits: number): number | undefined =>
   bits === 256 ? TPM_ECC.nistP256 : bits === 384 ? TPM_ECC.nistP384 : undefined
-
-const b64url = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64url")
-
-const leftPad = (b: Uint8Array, size: number): Uint8Array => {
-  if (b.length >= size) return b
-  const out = new Uint8Array(size)
-  out.set(b, size - b.length)
-  return out
-}
 
 const exponentBytes = (e: number): Uint8Array => {
   const v = e === 0 ? 65537 : e >>> 0
@@ -268,53 +260,27 @@ const exponentBytes = (e: number): Uint8Array => {
 const keyFail = (message: string) =>
   Either.left(new TpmParseError({ structure: "TPMT_PUBLIC", offset: 0, message }))
 
-/** The public key of an RSA (2048/3072/…) or ECC (P-256/P-384) public area, via JWK. */
-export const publicKeyOf = (pub: TpmtPublicFields): Either.Either<KeyObject, TpmParseError> => {
-  try {
-    if (pub.type === "rsa") {
-      if (pub.modulus.length * 8 !== pub.keyBits) return keyFail(`RSA modulus is ${pub.modulus.length * 8} bits, keyBits says ${pub.keyBits}`)
-      return Either.right(createPublicKey({ key: { kty: "RSA", n: b64url(pub.modulus), e: b64url(exponentBytes(pub.exponent)) }, format: "jwk" }))
-    }
-    if (pub.type === "ecc") {
-      const c = curveNames[pub.curveId]
-      if (c === undefined) return keyFail(`unsupported ECC curve 0x${pub.curveId.toString(16)}`)
-      if (pub.x.length > c.size || pub.y.length > c.size) return keyFail(`ECC point larger than ${c.crv}`)
-      return Either.right(
-        createPublicKey({ key: { kty: "EC", crv: c.crv, x: b64url(leftPad(pub.x, c.size)), y: b64url(leftPad(pub.y, c.size)) }, format: "jwk" })
-      )
-    }
-    return keyFail(`a ${pub.type} object has no asymmetric public key`)
-  } catch (e) {
-    return keyFail(`not a valid public key: ${e instanceof Error ? e.message : String(e)}`)
+/** The public key of an RSA (2048/3072/…) or ECC (P-256/P-384) public area, through the crypto port. */
+export const publicKeyOf = (pub: TpmtPublicFields): Either.Either<PublicKey, TpmParseError> => {
+  if (pub.type === "rsa") {
+    if (pub.modulus.length * 8 !== pub.keyBits) return keyFail(`RSA modulus is ${pub.modulus.length * 8} bits, keyBits says ${pub.keyBits}`)
+    const k = cryptoPort().importKey({ type: "rsa", n: pub.modulus, e: exponentBytes(pub.exponent) })
+    return typeof k === "string" ? keyFail(k) : Either.right(k)
   }
-}
-
-/** The unique field of a public area from a node public key (for building templates). */
-export const uniqueOfKey = (
-  key: KeyObject
-): Either.Either<{ readonly type: "rsa"; readonly modulus: Uint8Array; readonly exponent: number; readonly keyBits: number } | { readonly type: "ecc"; readonly curveId: number; readonly x: Uint8Array; readonly y: Uint8Array }, TpmParseError> => {
-  try {
-    const jwk = key.export({ format: "jwk" })
-    if (jwk.kty === "RSA" && jwk.n !== undefined && jwk.e !== undefined) {
-      const modulus = new Uint8Array(Buffer.from(jwk.n, "base64url"))
-      const e = Buffer.from(jwk.e, "base64url").reduce((a, b) => a * 256 + b, 0)
-      return Either.right({ type: "rsa", modulus, exponent: e === 65537 ? 0 : e, keyBits: modulus.length * 8 })
-    }
-    if (jwk.kty === "EC" && jwk.x !== undefined && jwk.y !== undefined) {
-      const curveId = jwk.crv === "P-256" ? TPM_ECC.nistP256 : jwk.crv === "P-384" ? TPM_ECC.nistP384 : undefined
-      if (curveId === undefined) return keyFail(`unsupported curve ${jwk.crv}`)
-      return Either.right({ type: "ecc", curveId, x: new Uint8Array(Buffer.from(jwk.x, "base64url")), y: new Uint8Array(Buffer.from(jwk.y, "base64url")) })
-    }
-    return keyFail(`unsupported key type ${jwk.kty}`)
-  } catch (e) {
-    return keyFail(`cannot export key: ${e instanceof Error ? e.message : String(e)}`)
+  if (pub.type === "ecc") {
+    const c = curveNames[pub.curveId]
+    if (c === undefined) return keyFail(`unsupported ECC curve 0x${pub.curveId.toString(16)}`)
+    if (pub.x.length > c.size || pub.y.length > c.size) return keyFail(`ECC point larger than ${c.crv}`)
+    const k = cryptoPort().importKey({ type: "ec", curve: c.crv, x: pub.x, y: pub.y })
+    return typeof k === "string" ? keyFail(k) : Either.right(k)
   }
+  return keyFail(`a ${pub.type} object has no asymmetric public key`)
 }
 
 const hashWithAlg = (alg: HashAlg, ...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const h = createHash(alg)
+  const h = cryptoPort().hasher(alg)
   for (const p of parts) h.update(p)
-  return new Uint8Array(h.digest())
+  return h.digest()
 }
 
 const u16be = (v: number): Uint8Array => Uint8Array.of((v >>> 8) & 0xff, v & 0xff)

@@ -5,6 +5,7 @@
  * so the 2-part form is not accepted. API 1.0's zlib-compressed parts are not supported.
  */
 import { Either } from "effect"
+import { allocBytes, decodeBase64Into } from "../crypto/encoding.js"
 import { toBase64 } from "./bytes.js"
 import { TpmParseError } from "./errors.js"
 
@@ -37,8 +38,8 @@ const decodedLength = (s: string, start: number, end: number): number => {
  * Base64 decode of s[start, end) into out at `at`, without a regex pass: node skips invalid
  * characters, so a short count means a bad part. Returns a plain Uint8Array view (no copy).
  */
-const decodePart = (s: string, start: number, end: number, out: Buffer, at: number, n: number): Uint8Array | undefined =>
-  n > 0 && out.write(s.slice(start, end), at, n, "base64") === n ? new Uint8Array(out.buffer, out.byteOffset + at, n) : undefined
+const decodePart = (s: string, start: number, end: number, out: Uint8Array, at: number, n: number): Uint8Array | undefined =>
+  n > 0 && decodeBase64Into(s, start, end, out, at, n) === n ? new Uint8Array(out.buffer, out.byteOffset + at, n) : undefined
 
 export const decodeQuoteString = (s: string): Either.Either<QuoteParts, TpmParseError> => {
   if (s.length === 0 || s.charCodeAt(0) !== 114 /* r */) return fail(0, `quote must start with "r" (raw), got ${JSON.stringify(s.slice(0, 1))}`)
@@ -49,7 +50,7 @@ export const decodeQuoteString = (s: string): Either.Either<QuoteParts, TpmParse
   const n2 = decodedLength(s, c1 + 1, c2)
   const n3 = decodedLength(s, c2 + 1, s.length)
   // One buffer for the three parts (from node's pool when small): a quote is decoded on every attestation.
-  const out = Buffer.allocUnsafe(Math.max(n1, 0) + Math.max(n2, 0) + Math.max(n3, 0))
+  const out = allocBytes(Math.max(n1, 0) + Math.max(n2, 0) + Math.max(n3, 0))
   const attest = decodePart(s, 1, c1, out, 0, n1)
   if (attest === undefined) return fail(1, "part 1 (TPMS_ATTEST) is not base64")
   const signature = decodePart(s, c1 + 1, c2, out, n1, n2)

@@ -1,14 +1,15 @@
 /**
- * TPMT_SIGNATURE (Part 2 §11.3.4) for RSASSA, RSAPSS and ECDSA, and its verification with
- * node:crypto. ECDAA and EC-Schnorr signatures parse to a clear error: they need the TPM's
+ * TPMT_SIGNATURE (Part 2 §11.3.4) for RSASSA, RSAPSS and ECDSA, and its verification through the
+ * crypto port (src/crypto). ECDAA and EC-Schnorr signatures parse to a clear error: they need the TPM's
  * anonymous/Schnorr verification, which attestation does not use.
  */
-import { constants as cryptoConstants, verify, type KeyObject } from "node:crypto"
 import { Either } from "effect"
+import { cryptoPort } from "../crypto/active.js"
+import { CURVE_SIZES, type PublicKey, type SignatureScheme } from "../crypto/port.js"
 import { parseWhole, type Reader, Writer } from "./bytes.js"
 import { TPM_ALG } from "./constants.js"
 import type { TpmParseError } from "./errors.js"
-import { algIdOf, digestSize, hashAlgFromId, type HashAlg } from "./hashAlg.js"
+import { algIdOf, hashAlgFromId, type HashAlg } from "./hashAlg.js"
 
 export interface RsaSignature {
   readonly alg: "rsassa" | "rsapss"
@@ -62,18 +63,6 @@ export const marshalSignature = (s: TpmtSignature): Uint8Array => {
   return w.finish()
 }
 
-/** Curve byte size of an EC key, cached: asymmetricKeyDetails is a native call. */
-const curveSizes = new WeakMap<KeyObject, number>()
-const curveSizeOf = (key: KeyObject): number => {
-  let size = curveSizes.get(key)
-  if (size === undefined) {
-    const c = key.asymmetricKeyDetails?.namedCurve
-    size = c === "prime256v1" || c === "P-256" ? 32 : c === "secp384r1" || c === "P-384" ? 48 : c === "secp521r1" ? 66 : 0
-    curveSizes.set(key, size)
-  }
-  return size
-}
-
 /** r ‖ s, each left-padded to the curve size (ieee-p1363); undefined when a half is too long. */
 export const ecdsaP1363 = (sig: EcdsaSignature, size: number): Uint8Array | undefined => {
   const r = stripZeros(sig.r)
@@ -94,23 +83,26 @@ const stripZeros = (b: Uint8Array): Uint8Array => {
 /**
  * Verifies `sig` over `message` (the TPM signs H(message) with the signature's hash).
  * RSAPSS: TPMs use salt length = digest length; any other salt length is accepted as the TPM's
- * own verification does (auto-detected), tried only after the common case fails.
- * Never throws: a key of the wrong type or a malformed signature is `false`.
+ * own verification does, tried only after the common case fails. Never throws: a key of the wrong type or a malformed signature is `false`.
  */
-export const verifySignature = (key: KeyObject, sig: TpmtSignature, message: Uint8Array): boolean => {
-  try {
-    if (sig.alg === "ecdsa") {
-      if (key.asymmetricKeyType !== "ec") return false
-      const p1363 = ecdsaP1363(sig, curveSizeOf(key))
-      return p1363 !== undefined && verify(sig.hash, message, { key, dsaEncoding: "ieee-p1363" }, p1363)
-    }
-    if (key.asymmetricKeyType !== "rsa") return false
-    if (sig.alg === "rsassa") return verify(sig.hash, message, key, sig.sig) // PKCS#1 v1.5 is the default for RSA keys
-    return (
-      verify(sig.hash, message, { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: digestSize(sig.hash) }, sig.sig) ||
-      verify(sig.hash, message, { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: cryptoConstants.RSA_PSS_SALTLEN_AUTO }, sig.sig)
-    )
-  } catch {
-    return false
+export const verifySignature = (key: PublicKey, sig: TpmtSignature, message: Uint8Array): boolean => {
+  const port = cryptoPort()
+  if (sig.alg === "ecdsa") {
+    if (key.type !== "ec") return false
+    const p1363 = ecdsaP1363(sig, CURVE_SIZES[key.curve])
+    return p1363 !== undefined && port.verify(key, SCHEMES.ecdsa[sig.hash], message, p1363)
   }
+  if (key.type !== "rsa") return false
+  return port.verify(key, SCHEMES[sig.alg][sig.hash], message, sig.sig)
+}
+
+const perHash = <S extends SignatureScheme>(f: (hash: HashAlg) => S): Readonly<Record<HashAlg, S>> =>
+  ({ sha1: f("sha1"), sha256: f("sha256"), sha384: f("sha384"), sha512: f("sha512") })
+
+// made once: the quote loop passes them on every check
+const SCHEMES = {
+  ecdsa: perHash((hash) => ({ alg: "ecdsa", hash, encoding: "p1363" }) as const),
+  rsassa: perHash((hash) => ({ alg: "rsa-pkcs1", hash }) as const),
+  // TPMs use salt length = digest length; any other is accepted as the TPM's own verification does
+  rsapss: perHash((hash) => ({ alg: "rsa-pss", hash, saltLength: "any" }) as const)
 }

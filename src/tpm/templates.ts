@@ -5,7 +5,8 @@ import { fromHex } from "./bytes.js"
 import { TPM_ALG, TPMA_OBJECT } from "./constants.js"
 import type { TpmParseError } from "./errors.js"
 import { algIdOf, type HashAlg } from "./hashAlg.js"
-import { makeTpmtPublic, uniqueOfKey, type TpmtPublic } from "./public.js"
+import { uniqueOfKey } from "./nodeKeys.js"
+import { makeTpmtPublic, type TpmtPublic } from "./public.js"
 import type { SignScheme } from "./Tpm.js"
 
 /** PolicySecret(TPM_RH_ENDORSEMENT) digest of the standard EK templates. */

@@ -5,8 +5,8 @@
  * 0x8017, extraData == nonce, certified name == Name(object), signature by the signer, and the
  * expected hash and scheme (anti-downgrade).
  */
-import type { KeyObject } from "node:crypto"
 import { Either } from "effect"
+import type { PublicKey } from "../crypto/port.js"
 import { resolveAk } from "./akCache.js"
 import { equalBytes, sameBytes } from "./bytes.js"
 import { TPM_ST_ATTEST_CERTIFY } from "./constants.js"
@@ -23,7 +23,7 @@ export interface VerifyCertifyInput {
   readonly objectPublic: TpmtPublic | Uint8Array
   /** The signing key when it is not the object itself (e.g. an IAK). */
   readonly signerPublic?: TpmtPublic | Uint8Array
-  readonly signerKey?: KeyObject
+  readonly signerKey?: PublicKey
   readonly attest: Uint8Array
   readonly signature: Uint8Array | TpmtSignature
   readonly nonce: Uint8Array

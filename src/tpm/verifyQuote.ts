@@ -4,9 +4,9 @@
  * H_sig(PCR values in selection order). The pcrDigest uses the signature's hash even when the
  * banks differ (tpm-facts.md §1.7, quote4). Plain code, one parse, cached AK key.
  */
-import * as nodeCrypto from "node:crypto"
-import { createHash, type KeyObject } from "node:crypto"
 import { Either } from "effect"
+import { cryptoPort } from "../crypto/active.js"
+import type { PublicKey } from "../crypto/port.js"
 import { resolveAk } from "./akCache.js"
 import { sameBytes } from "./bytes.js"
 import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
@@ -23,8 +23,8 @@ import type { PcrValues, SignScheme } from "./Tpm.js"
 export interface VerifyQuoteInput {
   /** The AK: parsed, or TPM2B_PUBLIC bytes (Keylime's `aik_tpm`). */
   readonly akPublic: TpmtPublic | Uint8Array
-  /** The AK's KeyObject when the caller already has it (skips the cache). */
-  readonly akKey?: KeyObject
+  /** The AK's key when the caller already has it (skips the cache). */
+  readonly akKey?: PublicKey
   /** TPMS_ATTEST bytes exactly as signed. */
   readonly attest: Uint8Array
   /** TPMT_SIGNATURE bytes or parsed. */
@@ -45,15 +45,6 @@ export interface VerifiedQuote {
   readonly attest: QuoteAttest
   readonly signature: TpmtSignature
 }
-
-/**
- * crypto.hash (node >= 20.12) is a one-shot digest without a Hash object; a latin1 string (one char
- * per byte; "binary" is latin1) comes back without the ArrayBuffer a Buffer result costs.
- */
-const hashLatin1: (alg: HashAlg, data: Uint8Array) => string =
-  typeof nodeCrypto.hash === "function"
-    ? (alg, data) => nodeCrypto.hash(alg, data, "binary")
-    : (alg, data) => createHash(alg).update(data).digest("binary")
 
 /** The latin1 digest d equals the bytes b. */
 const sameDigest = (d: string, b: Uint8Array): boolean => {
@@ -90,7 +81,7 @@ const fail = (check: QuoteCheck, message: string): Either.Either<never, QuoteVer
 
 /** Checks the signature's algorithm against the key type and the expected hash and scheme. */
 export const checkSignatureAlgorithm = (
-  keyType: string | undefined,
+  keyType: PublicKey["type"],
   sig: TpmtSignature,
   hashAlg: HashAlg | undefined,
   scheme: SignScheme | undefined
@@ -125,7 +116,7 @@ export const checkMagicAndType = (attest: Uint8Array, expectedType: number, type
  * against the key and the expected hash and scheme, magic and type, and the parse.
  */
 export const readSignedAttest = (
-  key: KeyObject,
+  key: PublicKey,
   signature: Uint8Array | TpmtSignature,
   attestBytes: Uint8Array,
   expected: { readonly type: number; readonly typeName: string; readonly hashAlg: HashAlg | undefined; readonly scheme: SignScheme | undefined }
@@ -138,7 +129,7 @@ export const readSignedAttest = (
   } else {
     sig = signature
   }
-  const algErr = checkSignatureAlgorithm(key.asymmetricKeyType, sig, expected.hashAlg, expected.scheme)
+  const algErr = checkSignatureAlgorithm(key.type, sig, expected.hashAlg, expected.scheme)
   if (algErr !== undefined) return Either.left(algErr)
   const mtErr = checkMagicAndType(attestBytes, expected.type, expected.typeName)
   if (mtErr !== undefined) return Either.left(mtErr)
@@ -176,7 +167,8 @@ const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefine
   }
   const ordered = known ?? orderedValues(input.pcrs)
   if (ordered instanceof QuoteVerifyError) return Either.left(ordered)
-  if (!sameDigest(hashLatin1(sig.hash, ordered), attest.attested.pcrDigest)) {
+  // The digest as a latin1 string (one char per byte): compared without allocating a buffer.
+  if (!sameDigest(cryptoPort().digestLatin1(sig.hash, ordered), attest.attested.pcrDigest)) {
     return fail("pcr_digest", `the ${sig.hash} digest of the PCR values does not match the quote's pcrDigest`)
   }
 
@@ -188,7 +180,7 @@ const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefine
 export interface VerifyQuoteStringOptions {
   readonly hashAlg?: HashAlg
   readonly scheme?: SignScheme
-  readonly akKey?: KeyObject
+  readonly akKey?: PublicKey
 }
 
 /** Verifies a Keylime quote string ("r<attest>:<sig>:<pcrs>"). */

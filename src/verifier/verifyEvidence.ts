@@ -8,6 +8,7 @@
 import { Either, Schema } from "effect"
 import { makeFailure, type VerifyEvidenceResult, type VerifyEvidenceResultV24 } from "../../schemas/Evidence.js"
 import { decodeRuntimePolicyJson } from "../../schemas/RuntimePolicy.js"
+import { utf8, utf8Bytes } from "../crypto/encoding.js"
 import type { MbPolicy } from "../boot/policy.js"
 import { decodeDsseEnvelopeJson } from "../ima/dsse.js"
 import { type CompiledPolicy, compilePolicy } from "../ima/policy.js"
@@ -56,7 +57,7 @@ const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceIn
   if (Either.isRight(env)) {
     const payload = fromBase64(env.right.payload)
     if (payload === undefined) return Either.left(invalidParam("runtime_policy", "the DSSE payload is not base64"))
-    json = Buffer.from(payload).toString("utf8")
+    json = utf8(payload)
   }
   const decoded = decodeRuntimePolicyJson(json)
   if (Either.isLeft(decoded)) return Either.left(invalidParam("runtime_policy", `is not a runtime policy: ${decoded.left.message}`))
@@ -124,7 +125,7 @@ const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvid
   const evaluation = evaluateEvidence(
     {
       _tag: "tpm",
-      nonce: new Uint8Array(Buffer.from(req.nonce, "utf8")),
+      nonce: utf8Bytes(req.nonce),
       quote: req.quote,
       hash_alg: req.hash_alg,
       // Keylime checks the list whenever PCR 10 is quoted; an absent list is an empty one here.

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { parseEventLog, parseEventLogBase64, parseEventLogInput } from "../../src/boot/eventLog.js"
 import { EV } from "../../src/boot/eventTypes.js"
@@ -9,6 +9,7 @@ import { verifyQuote } from "../../src/tpm/verifyQuote.js"
 import type { PcrValues } from "../../src/tpm/Tpm.js"
 import { readVector, readVectorText } from "../support/vectors.js"
 import { gceLog, keylimeLog, mbLogB64, parsed, rustUefiLog, secureBootLog, yamlPcrs } from "./support.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const hexOf = (values: PcrValues, hash: string, pcr: number) => {
   const v = values.find((b) => b.hash === hash)?.values.get(pcr)
@@ -45,7 +46,7 @@ const recorded: Record<string, Record<number, string>> = {
   }
 }
 
-describe("TCG2 event log parser and replay", () => {
+eachCryptoPort("TCG2 event log parser and replay", () => {
   it("parses the GCE log: Spec ID header with three banks, 111 measured events, the event types named", () => {
     const log = parsed(gceLog())
     expect(log.algorithms.map((a) => a.alg)).toEqual(["sha1", "sha256", "sha384"])

@@ -16,6 +16,7 @@ import type { MbPolicy } from "../../src/boot/policy.js"
 import { replayPcrs } from "../../src/boot/replay.js"
 import { toHex } from "../../src/boot/text.js"
 import type { PcrValues } from "../../src/tpm/Tpm.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const sha1 = (b: Uint8Array) => new Uint8Array(createHash("sha1").update(b).digest())
 const boot = simulatedBootEvents("legacy-machine")
@@ -43,7 +44,7 @@ const eventArb = fc.record({
   digest: fc.uint8Array({ minLength: 20, maxLength: 20 })
 })
 
-describe("legacy SHA-1 event logs", () => {
+eachCryptoPort("legacy SHA-1 event logs", () => {
   it("parses the simulated boot written as a legacy log: sha1 format and bank, every event, and the PCRs a TPM's sha1 bank would hold", () => {
     const log = Either.getOrThrow(parseEventLog(legacyLog))
     expect(log.format).toBe("sha1")

@@ -4,7 +4,7 @@
  * application, a changed Secure Boot variable (logged consistently, or measured but not logged),
  * and a quote whose PCRs are not the log's replay.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { createRefState } from "../../src/boot/createRefState.js"
 import { evaluateMeasuredBoot } from "../../src/boot/evaluate.js"
@@ -12,6 +12,7 @@ import { EV } from "../../src/boot/eventTypes.js"
 import { examplePolicy } from "../../src/boot/examplePolicy.js"
 import { replayPcrs } from "../../src/boot/replay.js"
 import { parsed, signatureKeys, vectorEventLogs, withBootAppChanged, withDigestsOf } from "./support.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const logs = vectorEventLogs().map(({ name, bytes }) => {
   const log = parsed(bytes)
@@ -35,7 +36,7 @@ const judgedVariables = (i: number) =>
 
 const logIndex = fc.integer({ min: 0, max: logs.length - 1 })
 
-describe("a reference state made from a log accepts that log", () => {
+eachCryptoPort("a reference state made from a log accepts that log", () => {
   it("finds every UEFI event log of the vectors (binary and base64)", () => {
     expect(logs.map((l) => l.name).sort()).toEqual([
       "keylime/test/data/create-mb-policy/binary_bios_measurements",

@@ -1,4 +1,4 @@
-import { describe, expect, it, layer } from "@effect/vitest"
+import { expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
 import { MbRefState } from "../../schemas/MbPolicy.js"
 import { createRefState, escapeRegExp } from "../../src/boot/createRefState.js"
@@ -10,6 +10,7 @@ import { replayPcrs } from "../../src/boot/replay.js"
 import type { PcrValues } from "../../src/tpm/Tpm.js"
 import { readVectorText } from "../support/vectors.js"
 import { gceLog, keylimeLog, mbLogB64, parsed, rustUefiLog, secureBootLog, withBootAppChanged } from "./support.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const refstateOf = (bytes: Uint8Array, withoutSecureBoot = false) =>
   Either.getOrThrowWith(createRefState(parsed(bytes), { withoutSecureBoot }), (e) => new Error(e.message)).refstate
@@ -19,7 +20,7 @@ const quoteOf = (bytes: Uint8Array): PcrValues => replayPcrs(parsed(bytes))
 
 const types = (input: MbInput, policy: MbPolicy = examplePolicy) => evaluateMeasuredBoot(input, policy).failures.map((f) => f.type)
 
-describe("example reference state", () => {
+eachCryptoPort("example reference state", () => {
   it("decodes Keylime's example_reference_state.json with the MbRefState schema", () => {
     const json: unknown = JSON.parse(readVectorText("keylime", "keylime", "mba", "elchecking", "example_reference_state.json"))
     const r = Schema.decodeUnknownEither(MbRefState)(json)
@@ -45,7 +46,7 @@ describe("example reference state", () => {
   })
 })
 
-describe("reference-state generator", () => {
+eachCryptoPort("reference-state generator", () => {
   it("creates a SecureBoot reference state with Keylime's keys from the secureboot log", () => {
     const r = refstateOf(secureBootLog())
     expect(r.has_secureboot).toBe(true)
@@ -97,7 +98,7 @@ describe("reference-state generator", () => {
   })
 })
 
-describe("measured-boot evaluation", () => {
+eachCryptoPort("measured-boot evaluation", () => {
   it("passes the secureboot log against the reference state created from it", () => {
     const log = secureBootLog()
     expect(types({ log, quotedPcrs: quoteOf(log), refstate: refstateOf(log) })).toEqual([])

@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { join, resolve } from "node:path"
+import { spawn } from "node:child_process"
+import { resolve } from "node:path"
 import { runAttest } from "../support/cli.js"
-import { getJson, makeTestPki, removePki, startFleet } from "./harness.js"
+import { getJson, makeTestPki, removePki, startDashboard, startFleet } from "./harness.js"
 
 const root = resolve(__dirname, "../..")
 const pki = makeTestPki()
@@ -24,30 +24,6 @@ const node = (...args: Array<string>) =>
     child.once("error", reject)
     child.once("close", done)
   })
-
-/** Starts the executable and answers the child and the URL it prints (waits up to 120 s). */
-const startDashboard = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.promise(() =>
-      new Promise<{ child: ChildProcess; url: string }>((done, reject) => {
-        const child = spawn(process.execPath, [join(root, "dist/cli/attest.js"), "dashboard", ...args], { cwd: root, env: { ...process.env, ...env } })
-        let out = ""
-        let err = ""
-        const timer = setTimeout(() => reject(new Error(`no URL within 120 s; stdout: ${out} stderr: ${err}`)), 120_000)
-        child.stderr!.on("data", (d: Buffer) => (err += d.toString()))
-        child.stdout!.on("data", (d: Buffer) => {
-          out += d.toString()
-          const m = /attest dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)
-          if (m) {
-            clearTimeout(timer)
-            done({ child, url: m[1]! })
-          }
-        })
-        child.once("exit", (code) => reject(new Error(`exited ${code}; stdout: ${out} stderr: ${err}`)))
-      })
-    ),
-    ({ child }) => Effect.sync(() => child.kill("SIGTERM"))
-  )
 
 describe("attest dashboard (bundled executable)", () => {
   beforeAll(async () => {

@@ -7,10 +7,11 @@
  * body Keylime's tenant sends.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 import { SamplerLive, Sampler } from "../../src/dashboard/Sampler.js"
 import { DashboardServerLive, DashboardUrl } from "../../src/dashboard/Server.js"
@@ -122,3 +123,32 @@ export const getJson = (url: string, headers: Record<string, string> = {}) =>
     }
     return { status: res.status, json, text, contentType: res.headers.get("content-type") ?? "" }
   })
+
+/**
+ * The bundled `attest dashboard` (dist/cli/attest.js) as a child process, and the URL it prints
+ * (waits up to 120 s); stopped with the scope.
+ */
+export const startDashboard = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const root = resolve(__dirname, "../..")
+  return Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{ child: ChildProcess; url: string }>((done, reject) => {
+        const child = spawn(process.execPath, [join(root, "dist/cli/attest.js"), "dashboard", ...args], { cwd: root, env: { ...process.env, ...env } })
+        let out = ""
+        let err = ""
+        const timer = setTimeout(() => reject(new Error(`no URL within 120 s; stdout: ${out} stderr: ${err}`)), 120_000)
+        child.stderr!.on("data", (d: Buffer) => (err += d.toString()))
+        child.stdout!.on("data", (d: Buffer) => {
+          out += d.toString()
+          const m = /attest dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)
+          if (m) {
+            clearTimeout(timer)
+            done({ child, url: m[1]! })
+          }
+        })
+        child.once("exit", (code) => reject(new Error(`exited ${code}; stdout: ${out} stderr: ${err}`)))
+      })
+    ),
+    ({ child }) => Effect.sync(() => child.kill("SIGTERM"))
+  )
+}

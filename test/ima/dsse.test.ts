@@ -1,14 +1,16 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import * as crypto from "node:crypto"
 import { Either } from "effect"
 import { decodeRuntimePolicyJson } from "../../schemas/RuntimePolicy.js"
-import { decodeDsseEnvelopeJson, dsseKeyId, pae, signEnvelope, verificationKeyFrom, verifyDetached, verifyEnvelope } from "../../src/ima/dsse.js"
+import { decodeDsseEnvelopeJson, dsseKeyId, pae, verificationKeyFrom, verifyDetached, verifyEnvelope } from "../../src/ima/dsse.js"
+import { signEnvelope } from "../../src/ima/dsseSign.js"
 import { readVector, readVectorText } from "../support/vectors.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const data = (name: string) => readVectorText("keylime", "test", "data", name)
 const pubkey = () => verificationKeyFrom(data("runtime-policy-pubkey.pub"))!
 
-describe("DSSE-signed runtime policies", () => {
+eachCryptoPort("DSSE-signed runtime policies", () => {
   it("encodes PAE as the DSSE spec gives it", () => {
     expect(Buffer.from(pae("http://example.com/HelloWorld", Buffer.from("hello world"))).toString()).toBe(
       "DSSEv1 29 http://example.com/HelloWorld 11 hello world"

@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as crypto from "node:crypto"
 import { Either, FastCheck as fc } from "effect"
 import { decodeRuntimePolicyJson, parseAllowlistText } from "../../schemas/RuntimePolicy.js"
-import { decodeDsseEnvelopeJson, signEnvelope, verifyEnvelope } from "../../src/ima/dsse.js"
+import { decodeDsseEnvelopeJson, verificationKeyFrom, verifyEnvelope } from "../../src/ima/dsse.js"
+import { signEnvelope } from "../../src/ima/dsseSign.js"
 import { readVectorText } from "../support/vectors.js"
 import { parseEntry, parseList } from "../../src/ima/entry.js"
 import { decodeImaState, encodeImaState } from "../../src/ima/state.js"
@@ -108,7 +109,7 @@ describe("IMA parser and engine under random input", () => {
 
 describe("DSSE and policy codecs under random input", () => {
   const priv = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey
-  const pub = crypto.createPublicKey(priv)
+  const pub = verificationKeyFrom(crypto.createPublicKey(priv).export({ format: "pem", type: "spki" }))!
   it("sign → verify round-trips any payload; any flipped payload or signature byte is rejected", () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.nat(), (payload, at) => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import * as crypto from "node:crypto"
 import { Either } from "effect"
 import { parseEntry, parseList } from "../../src/ima/entry.js"
@@ -6,13 +6,14 @@ import { replayPcr10 } from "../../src/ima/replay.js"
 import { verifyIma } from "../../src/ima/verify.js"
 import { readVector, readVectorText } from "../support/vectors.js"
 import { AFTER7, FINAL, hex, tpmList, tpmList256, tpmList7 } from "./helpers.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const replayHex = (text: string) => {
   const r = Either.getOrThrow(replayPcr10(text, ["sha1", "sha256"]))
   return { sha1: Buffer.from(r["sha1"]!).toString("hex"), sha256: Buffer.from(r["sha256"]!).toString("hex") }
 }
 
-describe("PCR 10 replay of the vector lists", () => {
+eachCryptoPort("PCR 10 replay of the vector lists", () => {
   it("replays the tpm list to the PCR 10 of quotes 2-4 in both banks", () => {
     expect(replayHex(tpmList())).toEqual(FINAL)
   })

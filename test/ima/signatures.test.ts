@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import * as crypto from "node:crypto"
 import { Either } from "effect"
 import { makeRuntimePolicy } from "../../schemas/RuntimePolicy.js"
@@ -6,6 +6,7 @@ import { imaKeyId, keyringFromPems, parseSigHeader, publicKeyFrom } from "../../
 import { verifyIma } from "../../src/ima/verify.js"
 import { readVector, readVectorText } from "../support/vectors.js"
 import { compile, makeLine, policyAllowing, tpmList, types } from "./helpers.js"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const rsaCert = () => readVectorText("tpm", "ima", "ima_cert.pem")
 const ecCert = () => readVectorText("tpm", "ima", "ima_ec_cert.pem")
@@ -21,7 +22,7 @@ const unsignedOnly = () => {
   return { ...p, digests }
 }
 
-describe("ima-sig signatures (evmctl v2)", () => {
+eachCryptoPort("ima-sig signatures (evmctl v2)", () => {
   it("computes the vector keyids from the keys", () => {
     expect(imaKeyId(publicKeyFrom(rsaCert())!)).toBe("7b8bf607")
     expect(imaKeyId(publicKeyFrom(ecCert())!)).toBe("18fb96bd")
@@ -63,7 +64,7 @@ describe("ima-sig signatures (evmctl v2)", () => {
   })
 })
 
-describe("ima-buf keyrings", () => {
+eachCryptoPort("ima-buf keyrings", () => {
   const certDer = readVector("tpm", "ima", "ima_cert.der")
   const digest = crypto.createHash("sha256").update(certDer).digest("hex")
   const keyLine = makeLine("ima-buf", `sha256:${digest}`, ".ima", Buffer.from(certDer).toString("hex"))

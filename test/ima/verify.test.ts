@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ImaVerification } from "../../src/ima/ImaVerification.js"
 import { decodeImaState, encodeImaState, initialImaState } from "../../src/ima/state.js"
@@ -7,6 +7,7 @@ import { readVectorText } from "../support/vectors.js"
 import { AFTER7, compile, FINAL, hex, makeLine, policyAllowing, tpmList, tpmList256, types } from "./helpers.js"
 import { decodeRuntimePolicyJson } from "../../schemas/RuntimePolicy.js"
 import { Either } from "effect"
+import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const q1 = () => readVectorText("keylime", "generated", "swtpm-quote-1", "ima-log.txt")
 const q1Pcr = { sha256: hex("7e99dba391d6bebd924a5be9a87f76707ff3908b2ed5ae9939ede823d2872f80") }
@@ -16,7 +17,7 @@ const q1Policy = (name: "pass" | "fail") =>
 const lines = () => tpmList().split("\n").filter((l) => l !== "")
 const withLines = (ls: Array<string>) => ls.join("\n") + "\n"
 
-describe("Keylime verdicts on the generated swtpm quote", () => {
+eachCryptoPort("Keylime verdicts on the generated swtpm quote", () => {
   it("passes runtime-policy-pass with the quoted PCR 10 matched at the last entry", () => {
     const r = verifyIma({ list: q1(), startEntry: 0, policy: q1Policy("pass"), quotedPcr10: q1Pcr })
     expect(r.failures).toEqual([])
@@ -45,7 +46,7 @@ describe("Keylime verdicts on the generated swtpm quote", () => {
     }).pipe(Effect.provide(ImaVerification.Default), Effect.runPromise))
 })
 
-describe("altered lists fail with the right type", () => {
+eachCryptoPort("altered lists fail with the right type", () => {
   const policy = compile(policyAllowing(tpmList()))
   const quoted = { sha1: hex(FINAL.sha1), sha256: hex(FINAL.sha256) }
   it("the unaltered list passes against a policy of its own digests", () => {
@@ -102,7 +103,7 @@ describe("altered lists fail with the right type", () => {
   })
 })
 
-describe("excludes and boot_aggregate", () => {
+eachCryptoPort("excludes and boot_aggregate", () => {
   it("skips excluded paths (regular expressions matched at the start of the path)", () => {
     const base = policyAllowing(tpmList())
     const digests = { ...base.digests }
@@ -133,7 +134,7 @@ describe("excludes and boot_aggregate", () => {
   })
 })
 
-describe("incremental attestation", () => {
+eachCryptoPort("incremental attestation", () => {
   const policy = compile(policyAllowing(tpmList()))
   it("evaluating the list in chunks gives the same result and PCR as evaluating it whole", () => {
     const ls = lines()

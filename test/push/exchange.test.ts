@@ -97,11 +97,9 @@ describe.each(backends)("push exchange on %s", (backend, available) => {
       const earOf = (index: string) =>
         rawRequest({ method: "GET", baseUrl: env.url, path: `/v3.0/agents/${AGENT}/attestations/${index}`, tls: env.admin, headers: { accept: EAR_MEDIA_TYPE } }).pipe(
           Effect.orDie,
-          Effect.map((r) => {
-            expect([r.status, r.headers["content-type"]?.split(";")[0]]).toEqual([200, EAR_MEDIA_TYPE])
-            const claims = Either.getOrThrow(verifyEar(r.body, keys)).claims
-            return { sub: claims.sub, status: Object.values(claims.submods).map((m) => m["ear.status"]) }
-          })
+          Effect.tap((r) => expect([r.status, r.headers["content-type"]?.split(";")[0]]).toEqual([200, EAR_MEDIA_TYPE])),
+          Effect.flatMap((r) => Effect.orDie(verifyEar(r.body, keys))),
+          Effect.map(({ claims }) => ({ sub: claims.sub, status: Object.values(claims.submods).map((m) => m["ear.status"]) }))
         )
       expect(yield* earOf("0")).toEqual({ sub: AGENT, status: ["affirming"] })
       expect(yield* earOf("latest")).toEqual({ sub: AGENT, status: ["contraindicated"] })

@@ -1,10 +1,8 @@
 import { createHash, createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import {
-  activateCredentialWithKey, decodeCredentialFile, ekPublicFromKey, encodeCredentialFile, kdfa, kdfe, makeCredential,
-  parseTpm2bPublic, marshalTpm2bPublic, nameOf
-} from "../../src/tpm/index.js"
+import { kdfa, kdfe, parseTpm2bPublic, marshalTpm2bPublic, nameOf } from "../../src/tpm/index.js"
+import { activateCredentialWithKey, decodeCredentialFile, ekPublicFromKey, encodeCredentialFile, makeCredential } from "../../src/tpm/node.js"
 import { readVector } from "../support/vectors.js"
 import { makeAk } from "./quoteFixture.js"
 

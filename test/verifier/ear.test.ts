@@ -30,13 +30,13 @@ describe("verify/evidence answered as an EAR", () => {
       const ok = yield* ask("ver-evidence-ok-runtime-policy")
       expect(ok.status).toBe(200)
       expect(ok.contentType).toMatch(/^application\/eat\+jwt/)
-      const good = Either.getOrThrow(verifyEar(ok.body, keys))
+      const good = yield* verifyEar(ok.body, keys)
       expect(good.claims.eat_nonce).toBe("TestNonce1234567890A")
       expect(good.claims.iss).toBe("default")
       expect(good.claims.sub).toMatch(/^tpm-ak:sha256:[0-9a-f]{64}$/)
       expect(good.claims.submods["tpm"]!["ear.status"]).toBe("affirming")
 
-      const bad = Either.getOrThrow(verifyEar((yield* ask("ver-evidence-policy-fail")).body, keys))
+      const bad = yield* verifyEar((yield* ask("ver-evidence-policy-fail")).body, keys)
       const tpm = bad.claims.submods["tpm"]!
       expect(tpm["ear.status"]).toBe("contraindicated")
       expect((tpm["ear.attest.failures"] as ReadonlyArray<{ type: string }>).map((f) => f.type)).toEqual(["ima.validation.ima-ng.not_in_allowlist"])

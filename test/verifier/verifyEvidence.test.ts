@@ -11,7 +11,7 @@ import { createRefState } from "../../src/boot/createRefState.js"
 import { examplePolicy } from "../../src/boot/examplePolicy.js"
 import { acceptAllPolicy } from "../../src/boot/policy.js"
 import { replayPcrs } from "../../src/boot/replay.js"
-import { signEnvelope } from "../../src/ima/dsse.js"
+import { signEnvelope } from "../../src/ima/dsseSign.js"
 import { parseVersion } from "../../src/http/versions.js"
 import {
   defaultSeverityPolicy,

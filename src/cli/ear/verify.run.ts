@@ -42,7 +42,7 @@ export const run = (args: EarVerifyArgs) =>
     const token = args.token === "-"
       ? yield* Effect.try({ try: () => fs.readFileSync(0, "utf8"), catch: (e) => new UsageError({ message: `cannot read standard input: ${String(e)}` }) })
       : args.token
-    const verified = verifyEar(token, keys.right)
+    const verified = yield* Effect.either(verifyEar(token, keys.right))
     if (Either.isLeft(verified)) return yield* failure(`the token does not verify: ${verified.left.message}`)
     const { claims, kid } = verified.right
     const status = overallStatus(claims)

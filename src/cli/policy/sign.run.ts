@@ -1,7 +1,7 @@
 /** How `attest policy sign` runs: validate the policy, check key and certificate, write the DSSE envelope. */
 import * as crypto from "node:crypto"
 import { Effect, Either, Option } from "effect"
-import { signEnvelope } from "../../ima/dsse.js"
+import { signEnvelope } from "../../ima/dsseSign.js"
 import { cliFail, readBytes, readCompiledPolicy, readText, reportErrors, writeOutput } from "./runtimeCommon.js"
 
 const tryEither = <A>(f: () => A) => Either.try({ try: f, catch: (e) => (e instanceof Error ? e.message : String(e)) })

@@ -5,7 +5,8 @@ import { TpmSimulator } from "../../../layers/TpmSimulator.js"
 import { toBase64 } from "../../tpm/bytes.js"
 import { marshalPcrBlob, pcrBlobOf } from "../../tpm/pcrBlob.js"
 import { normalizeSelection } from "../../tpm/pcrSelection.js"
-import { parseTpm2bPublic, publicKeyOf } from "../../tpm/public.js"
+import { keyObjectOf } from "../../tpm/nodeKeys.js"
+import { parseTpm2bPublic } from "../../tpm/public.js"
 import { encodeQuoteString } from "../../tpm/quoteString.js"
 import { hashAlgFromName } from "../../tpm/hashAlg.js"
 import { type AkOptions, type PcrSelection, Tpm } from "../../tpm/Tpm.js"
@@ -31,7 +32,7 @@ export const parseSelectionArg = (text: string): PcrSelection | undefined => {
 const ALPHANUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 const pem = (tpm2b: Uint8Array): string =>
-  Either.match(Either.flatMap(parseTpm2bPublic(tpm2b), publicKeyOf), {
+  Either.match(Either.flatMap(parseTpm2bPublic(tpm2b), keyObjectOf), {
     onLeft: (e) => `(no PEM: ${e.message})`,
     onRight: (k) => k.export({ format: "pem", type: "spki" }).toString().trim()
   })

@@ -1,6 +1,6 @@
 /** How `attest tpm verify-quote` runs: the service's pure quote verifier over files and arguments. */
 import { FileSystem } from "@effect/platform"
-import { createPublicKey, type KeyObject } from "node:crypto"
+import { createPublicKey } from "node:crypto"
 import { Console, Effect, Either } from "effect"
 import { fromBase64, toHex } from "../../tpm/bytes.js"
 import { parseTpm2bPublic, type TpmtPublic } from "../../tpm/public.js"
@@ -13,7 +13,6 @@ const reject = (reason: string, message: string) =>
 
 interface AkInput {
   readonly public: TpmtPublic | Uint8Array
-  readonly key?: KeyObject
 }
 
 /** TPM2B_PUBLIC bytes, base64 text of them, or a PEM SubjectPublicKeyInfo. */
@@ -22,9 +21,9 @@ const decodeAk = (bytes: Uint8Array): Either.Either<AkInput, string> => {
   if (text.includes("-----BEGIN")) {
     try {
       const key = createPublicKey(text)
-      // The PEM carries no TPM attributes: a template stands in; the key does the verifying.
+      // The PEM carries no TPM attributes: a template around its key stands in.
       const pub = akPublicFromKey(key, key.asymmetricKeyType === "ec" ? "ecdsa" : "rsassa", "sha256")
-      return Either.isLeft(pub) ? Either.left(pub.left.message) : Either.right({ public: pub.right, key })
+      return Either.isLeft(pub) ? Either.left(pub.left.message) : Either.right({ public: pub.right })
     } catch (e) {
       return Either.left(`not a PEM public key: ${e instanceof Error ? e.message : String(e)}`)
     }
@@ -51,8 +50,7 @@ export const run = (args: { readonly ak: string; readonly quote: string; readonl
     const verified = verifyQuoteString(
       akInput.public,
       quoteText.trim(),
-      new Uint8Array(Buffer.from(args.nonce, "utf8")),
-      akInput.key === undefined ? {} : { akKey: akInput.key }
+      new Uint8Array(Buffer.from(args.nonce, "utf8"))
     )
     if (Either.isLeft(verified)) return yield* reject(verified.left.check, verified.left.message)
     const v = verified.right

@@ -3,6 +3,7 @@
  * numbers, TCB parts, platform and guest-policy bits), plus attest's: chip id, VMPL, product line,
  * and the FMC part of a Turin TCB.
  */
+import { toHex } from "../../crypto/encoding.js"
 import { PLATFORM, POLICY, type SnpReport } from "./report.js"
 import { decodeTcb, type ProductLine } from "./tcb.js"
 
@@ -26,7 +27,7 @@ export const snpClaims = (report: SnpReport, product: ProductLine): Record<strin
     policy_migrate_ma: bit(report.policy, POLICY.migrateMa),
     policy_debug_allowed: bit(report.policy, POLICY.debug),
     policy_single_socket: bit(report.policy, POLICY.singleSocket),
-    chip_id: Buffer.from(report.chipId).toString("hex"),
+    chip_id: toHex(report.chipId),
     vmpl: report.vmpl,
     product_line: product,
     report_version: report.version

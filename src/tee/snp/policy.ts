@@ -4,11 +4,12 @@
  * saying what the report holds and what the policy wants.
  */
 import { type Failure, makeFailure, type SnpPolicy } from "../../../schemas/Evidence.js"
+import { toHex } from "../../crypto/encoding.js"
 import { policyFailureType } from "../failures.js"
 import { PLATFORM, POLICY, type SnpReport } from "./report.js"
 import { decodeTcb, type ProductLine, TCB_PART_NAMES } from "./tcb.js"
 
-const hex = (b: Uint8Array) => Buffer.from(b).toString("hex")
+const hex = (b: Uint8Array) => toHex(b)
 
 export const evaluateSnpPolicy = (policy: SnpPolicy, report: SnpReport, product: ProductLine): ReadonlyArray<Failure> => {
   const failures: Array<Failure> = []

@@ -3,10 +3,13 @@
  * 72-byte little-endian integers. Only the low 48 bytes of each can be non-zero, and the rest of the
  * signature area is reserved: non-zero bytes there are refused, so no bit of a report goes unchecked.
  */
-import * as crypto from "node:crypto"
+import { cryptoPort } from "../../crypto/active.js"
+import type { PublicKey, SignatureScheme } from "../../crypto/port.js"
 import { SNP_SIGNED_SIZE, type SnpReport } from "./report.js"
 
-const P384_BYTES = 48
+export const P384_BYTES = 48
+
+const SCHEME: SignatureScheme = { alg: "ecdsa", hash: "sha384", encoding: "p1363" }
 
 const allZero = (b: Uint8Array): boolean => {
   for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false
@@ -28,26 +31,8 @@ export const p1363Signature = (report: SnpReport): Uint8Array | string => {
 }
 
 /** "" when the VCEK key signed the report, otherwise why not. */
-export const verifyReportSignature = (report: SnpReport, key: crypto.KeyObject): string => {
+export const verifyReportSignature = (report: SnpReport, key: PublicKey): string => {
   const sig = p1363Signature(report)
   if (typeof sig === "string") return sig
-  try {
-    return crypto.verify("sha384", report.bytes.subarray(0, SNP_SIGNED_SIZE), { key, dsaEncoding: "ieee-p1363" }, sig)
-      ? ""
-      : "the VCEK's key does not verify the report's signature"
-  } catch (e) {
-    return `the signature could not be checked: ${e instanceof Error ? e.message : String(e)}`
-  }
-}
-
-/** Signs a report's bytes 0x000–0x29F with a P-384 key and stores r and s little-endian (tests and simulators). */
-export const signReport = (report: Uint8Array, key: crypto.KeyObject): Uint8Array => {
-  const out = new Uint8Array(report)
-  const sig = crypto.sign("sha384", out.subarray(0, SNP_SIGNED_SIZE), { key, dsaEncoding: "ieee-p1363" })
-  out.fill(0, SNP_SIGNED_SIZE)
-  for (let i = 0; i < P384_BYTES; i++) {
-    out[SNP_SIGNED_SIZE + i] = sig[P384_BYTES - 1 - i]!
-    out[SNP_SIGNED_SIZE + 72 + i] = sig[2 * P384_BYTES - 1 - i]!
-  }
-  return out
+  return cryptoPort().verify(key, SCHEME, report.bytes.subarray(0, SNP_SIGNED_SIZE), sig) ? "" : "the VCEK's key does not verify the report's signature"
 }

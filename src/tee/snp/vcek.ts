@@ -3,15 +3,18 @@
  * P-384 key signs a chip's reports at one TCB. AMD's extensions (under 1.3.6.1.4.1.3704.1) name the
  * product (`Milan-B0`, `Genoa-B1`, `Turin`), the TCB security patch levels the key was derived for
  * (INTEGERs), and the chip's hardware id (raw bytes: 64 for Milan and Genoa, 8 for Turin).
- * Read with the project's DER walker; failures are typed and name the extension.
- * `vcekExtensions` writes the same extensions, so tests can issue VCEKs with the project's CA code.
+ * Read with the project's DER walker (src/crypto/x509.ts), on node and in a browser alike; failures
+ * are typed and name the extension.
+ * `vcekExtensions` writes the same extensions (as src/pki/certificate.ts's extra extensions), so tests
+ * can issue VCEKs with the project's CA code.
  */
 import * as asn1js from "asn1js"
-import type * as crypto from "node:crypto"
 import { Data, Either } from "effect"
-import type { ExtraExtension } from "../../pki/certificate.js"
-import { certificateFields, readTlv } from "../../pki/der.js"
-import { parseCertificate } from "../../pki/parse.js"
+import { cryptoPort } from "../../crypto/active.js"
+import { latin1 } from "../../crypto/encoding.js"
+import type { PublicKey } from "../../crypto/port.js"
+import { type Certificate, readCertificate } from "../../crypto/x509.js"
+import { readTlv } from "../../pki/der.js"
 import { productLineOf, type ProductLine, type TcbParts } from "./tcb.js"
 
 export const AMD_VCEK_OID = {
@@ -34,13 +37,13 @@ export class VcekError extends Data.TaggedError("VcekError")<{ readonly reason: 
 
 export interface Vcek {
   readonly der: Uint8Array
-  readonly certificate: crypto.X509Certificate
+  readonly certificate: Certificate
   readonly productName: string
   readonly product: ProductLine
   /** The TCB the key was derived for. */
   readonly tcb: TcbParts
   readonly hwId: Uint8Array
-  readonly publicKey: crypto.KeyObject
+  readonly publicKey: PublicKey
 }
 
 const fail = (reason: string) => Either.left(new VcekError({ reason }))
@@ -58,7 +61,7 @@ const spl = (value: Uint8Array, name: string): Either.Either<number, VcekError> 
 const text = (value: Uint8Array): string => {
   const tlv = readTlv(value, 0)
   const body = Either.isRight(tlv) && tlv.right.tag === 0x16 && tlv.right.end === value.length ? value.subarray(tlv.right.body) : value
-  return Buffer.from(body).toString("latin1")
+  return latin1(body)
 }
 
 /** hwID: the raw id, or the same wrapped in an OCTET STRING. */
@@ -70,10 +73,9 @@ const hwIdOf = (value: Uint8Array): Uint8Array => {
 
 export const parseVcek = (der: Uint8Array): Either.Either<Vcek, VcekError> =>
   Either.gen(function*() {
-    const certificate = yield* Either.mapLeft(parseCertificate(der), (e) => new VcekError({ reason: `is not an X.509 certificate: ${e.reason}` }))
-    const fields = yield* Either.mapLeft(certificateFields(new Uint8Array(certificate.raw)), (e) => new VcekError({ reason: e.reason }))
+    const certificate = yield* Either.mapLeft(readCertificate(der), (reason) => new VcekError({ reason: `is not an X.509 certificate: ${reason}` }))
     const ext = (oid: string, name: string) => {
-      const e = fields.extensions.get(oid)
+      const e = certificate.extensions.get(oid)
       return e === undefined ? fail(`lacks AMD's ${name} extension (${oid})`) : Either.right(e.value)
     }
     const productName = text(yield* ext(AMD_VCEK_OID.productName, "productName"))
@@ -89,17 +91,18 @@ export const parseVcek = (der: Uint8Array): Either.Either<Vcek, VcekError> =>
     const hwId = hwIdOf(yield* ext(AMD_VCEK_OID.hwId, "hwID"))
     const wantLength = product === "Turin" ? 8 : 64
     if (hwId.length !== wantLength) return yield* fail(`hwID is ${hwId.length} bytes, a ${product} chip id is ${wantLength}`)
-    const publicKey = yield* Either.try({ try: () => certificate.publicKey, catch: () => new VcekError({ reason: "has a public key node cannot read" }) })
-    return { der: new Uint8Array(certificate.raw), certificate, productName, product, tcb, hwId: new Uint8Array(hwId), publicKey }
+    const publicKey = cryptoPort().publicKeyFrom(certificate.spki)
+    if (publicKey === undefined) return yield* fail("has a public key attest cannot read")
+    return { der: new Uint8Array(certificate.der), certificate, productName, product, tcb, hwId: new Uint8Array(hwId), publicKey }
   })
 
 /** True when the VCEK's key is the P-384 key reports are signed with. */
-export const isP384 = (key: crypto.KeyObject): boolean => key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "secp384r1"
+export const isP384 = (key: PublicKey): boolean => key.type === "ec" && key.curve === "P-384"
 
 const integer = (n: number) => new Uint8Array(new asn1js.Integer({ value: n }).toBER(false))
 
 /** AMD's VCEK extensions as AMD writes them (INTEGER SPLs, IA5String product, raw hwID), for issuing test VCEKs. */
-export const vcekExtensions = (v: { readonly productName: string; readonly tcb: TcbParts; readonly hwId: Uint8Array }): ReadonlyArray<ExtraExtension> => [
+export const vcekExtensions = (v: { readonly productName: string; readonly tcb: TcbParts; readonly hwId: Uint8Array }): ReadonlyArray<{ readonly oid: string; readonly value: Uint8Array }> => [
   { oid: AMD_VCEK_OID.structVersion, value: integer(1) },
   { oid: AMD_VCEK_OID.productName, value: new Uint8Array(new asn1js.IA5String({ value: v.productName }).toBER(false)) },
   { oid: AMD_VCEK_OID.blSPL, value: integer(v.tcb.bootloader) },

@@ -6,8 +6,10 @@
  * optional policy holds. Every check that can run does, so one answer lists every failure; claims
  * are given only for a valid report.
  */
-import * as crypto from "node:crypto"
 import { Either } from "effect"
+import { cryptoPort } from "../../crypto/active.js"
+import { base64Bytes, concat, toHex } from "../../crypto/encoding.js"
+import { describeKey, timingSafeEqual } from "../../crypto/port.js"
 import { type Failure, makeFailure, type SnpPolicy } from "../../../schemas/Evidence.js"
 import { TEE_FAILURE } from "../failures.js"
 import { amdRoots, type ChainCache, type SnpRoots, type VerifiedVcek, verifyVcekChain } from "./chain.js"
@@ -44,9 +46,9 @@ export interface SnpResult {
   readonly claims: Record<string, unknown>
 }
 
-const hex = (b: Uint8Array) => Buffer.from(b).toString("hex")
+const hex = toHex
 
-const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && crypto.timingSafeEqual(a, b)
+const equalBytes = timingSafeEqual
 
 type Resolved = { readonly vcek: Vcek; readonly chain: string } | { readonly failure: Failure }
 
@@ -58,7 +60,7 @@ const resolveVcek = (input: SnpEvidenceInput, report: SnpReport, options: SnpVer
   if (input.vcek !== undefined) {
     const text = input.vcek
     key = text
-    load = () => Either.mapLeft(parseVcek(new Uint8Array(Buffer.from(text, "base64"))), (e) => e.message)
+    load = () => Either.mapLeft(parseVcek(base64Bytes(text)), (e) => e.message)
   } else {
     const entry = options.vcekDir?.lookup(report.chipId, report.reportedTcb)
     if (entry === undefined) {
@@ -127,18 +129,18 @@ export const verifySnpEvidence = (input: SnpEvidenceInput, options: SnpVerifyOpt
     }))
   }
   if (!isP384(vcek.publicKey)) {
-    failures.push(makeFailure(TEE_FAILURE.invalidPublicKey, `the VCEK's key is ${vcek.publicKey.asymmetricKeyType} ${vcek.publicKey.asymmetricKeyDetails?.namedCurve ?? ""}, not EC P-384`.replace(/ +/g, " ")))
+    failures.push(makeFailure(TEE_FAILURE.invalidPublicKey, `the VCEK's key is ${describeKey(vcek.publicKey)}, not EC P-384`))
   } else {
     const reason = verifyReportSignature(report, vcek.publicKey)
     if (reason) failures.push(makeFailure(TEE_FAILURE.invalidSignature, `SEV-SNP report signature: ${reason}`))
   }
   const fresh = input.freshness
   if (fresh !== undefined) {
-    const expected = crypto.createHash("sha512").update(fresh.x).update(fresh.y).update(fresh.nonce).digest()
+    const expected = cryptoPort().digest("sha512", concat(fresh.x, fresh.y, fresh.nonce))
     if (!equalBytes(expected, report.reportData)) {
       failures.push(makeFailure(TEE_FAILURE.freshnessHashFailed, "REPORT_DATA is not SHA-512(tee-pubkey-x ‖ tee-pubkey-y ‖ nonce)", {
         report_data: hex(report.reportData),
-        expected: expected.toString("hex")
+        expected: hex(expected)
       }))
     }
   }

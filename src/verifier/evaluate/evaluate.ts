@@ -11,6 +11,7 @@
  * (src/ops/stages.ts); without one nothing is read and the result is the same.
  */
 import { type Failure, makeFailure } from "../../../schemas/Evidence.js"
+import { toHex } from "../../crypto/encoding.js"
 import { decideStart, type ImaState } from "../../ima/state.js"
 import type { VerifiedQuote } from "../../tpm/verifyQuote.js"
 import { gateAlgorithms } from "./algorithms.js"
@@ -64,7 +65,7 @@ class StageTimer {
 
 const hexRecord = (values: ReadonlyMap<number, Uint8Array> | undefined): Record<string, string> => {
   const out: Record<string, string> = {}
-  if (values !== undefined) for (const [p, v] of values) out[p] = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")
+  if (values !== undefined) for (const [p, v] of values) out[p] = toHex(v)
   return out
 }
 

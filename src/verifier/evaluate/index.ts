@@ -1,4 +1,8 @@
-/** The evidence evaluator: one pure judgement for the pull loop, push attestations and verify/evidence. */
+/**
+ * attest/evaluate: the evidence evaluator, one pure judgement for the pull loop, push attestations
+ * and verify/evidence, and `evaluateEvidenceSettled`, its variant with every signature answered
+ * (the portable crypto port's RSA checks are WebCrypto's). Portable: imports no Node built-in.
+ */
 export * from "./algorithms.js"
 export * from "./clock.js"
 export * from "./evaluate.js"
@@ -7,6 +11,7 @@ export { emptyCompiledPolicy } from "./ima.js"
 export { isEmptyRefState } from "./measuredBoot.js"
 export * from "./pcrs.js"
 export * from "./quote.js"
+export * from "./settled.js"
 export * from "./severity.js"
 export * from "./state.js"
 export * from "./tpmPolicy.js"

@@ -3,26 +3,27 @@
  * PCR 16 and extends H(NK PEM text) into it, so it must equal H(0…0 ‖ H(PEM))) and the
  * `tpm_policy` allow-lists (Keylime `check_pcrs`, keylime-wire.md §6).
  */
-import { createHash } from "node:crypto"
+import { cryptoPort } from "../../crypto/active.js"
+import { concat, toHex, utf8Bytes } from "../../crypto/encoding.js"
 import type { Failure } from "../../../schemas/Evidence.js"
 import { digestSize, type HashAlg } from "../../tpm/hashAlg.js"
 import { invalidPcr16, missingPcr16, missingPcrs, pcrNotAllowed } from "./failures.js"
 import { DATA_PCR, IMA_PCR, type TpmPolicy } from "./tpmPolicy.js"
 
-const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex")
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((v, i) => v === b[i])
 
 /** H(zeros ‖ H(pem)) in `bank`, what PCR 16 holds after the agent's reset and extend. */
-export const nkPcrValue = (bank: HashAlg, pem: string): Buffer => {
-  const inner = createHash(bank).update(pem, "utf8").digest()
-  return createHash(bank).update(Buffer.alloc(digestSize(bank))).update(inner).digest()
+export const nkPcrValue = (bank: HashAlg, pem: string): Uint8Array => {
+  const inner = cryptoPort().digest(bank, utf8Bytes(pem))
+  return cryptoPort().digest(bank, concat(new Uint8Array(digestSize(bank)), inner))
 }
 
 // The same NK comes back every round: its PCR 16 value is computed once per (bank, PEM). Keyed by
 // the PEM string itself (a string caches its hash), one map per bank.
-const nkCache = new Map<HashAlg, Map<string, Buffer>>()
+const nkCache = new Map<HashAlg, Map<string, Uint8Array>>()
 const NK_CACHE_MAX = 4096
 
-const expectedNk = (bank: HashAlg, pem: string): Buffer => {
+const expectedNk = (bank: HashAlg, pem: string): Uint8Array => {
   let byPem = nkCache.get(bank)
   if (byPem === undefined) nkCache.set(bank, (byPem = new Map()))
   let v = byPem.get(pem)
@@ -39,7 +40,7 @@ export const checkNkBinding = (values: ReadonlyMap<number, Uint8Array> | undefin
   const got = values?.get(DATA_PCR)
   if (got === undefined) return missingPcr16()
   const expected = expectedNk(bank, pem)
-  return expected.equals(got) ? undefined : invalidPcr16(toHex(got), expected.toString("hex"))
+  return sameBytes(expected, got) ? undefined : invalidPcr16(toHex(got), toHex(expected))
 }
 
 /**

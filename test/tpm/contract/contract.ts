@@ -9,7 +9,8 @@ import { Context, Effect, Either, type Layer, Option, type Scope } from "effect"
 import { makeCredential } from "../../../src/tpm/credential.js"
 import { pcrBlobOf } from "../../../src/tpm/pcrBlob.js"
 import { normalizeSelection } from "../../../src/tpm/pcrSelection.js"
-import { nameOf, parseTpm2bPublic, publicKeyOf } from "../../../src/tpm/public.js"
+import { keyObjectOf } from "../../../src/tpm/nodeKeys.js"
+import { nameOf, parseTpm2bPublic } from "../../../src/tpm/public.js"
 import { EK_ATTRIBUTES, EK_AUTH_POLICY } from "../../../src/tpm/templates.js"
 import { type AkOptions, type HashAlg, type KeyAlg, type PcrSelection, Tpm, type TpmShape } from "../../../src/tpm/Tpm.js"
 import { verifyCertify } from "../../../src/tpm/verifyCertify.js"
@@ -59,7 +60,7 @@ export const tpmContract = (name: string, tpmLayer: Layer.Layer<Tpm | ReopenTpm,
           const cert = yield* tpm.ekCertificate(alg)
           expect(Option.isSome(cert)).toBe(true)
           const x509 = new X509Certificate(Option.getOrThrow(cert))
-          const ekKey = Either.getOrThrow(publicKeyOf(pub))
+          const ekKey = Either.getOrThrow(keyObjectOf(pub))
           expect(x509.publicKey.export({ format: "der", type: "spki" })).toEqual(ekKey.export({ format: "der", type: "spki" }))
         }
       }))

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, FastCheck as fc, Option } from "effect"
 import { parseAttest } from "../../../src/tpm/attest.js"
-import { parseTpm2bPublic, publicKeyOf } from "../../../src/tpm/public.js"
+import { keyObjectOf } from "../../../src/tpm/nodeKeys.js"
+import { parseTpm2bPublic } from "../../../src/tpm/public.js"
 import { unsealAk } from "../../../src/tpm/simulator/akBlob.js"
 import { normalizeSeed } from "../../../src/tpm/simulator/identity.js"
 import { simulatorManufacturerCa } from "../../../src/tpm/simulator/manufacturer.js"
@@ -50,7 +51,7 @@ describe("TpmSimulator", () => {
         const cert = new X509Certificate(Option.getOrThrow(yield* tpm.ekCertificate(alg)))
         expect(cert.verify(ca.publicKey)).toBe(true)
         expect(cert.checkIssued(ca)).toBe(true)
-        const ek = Either.getOrThrow(publicKeyOf(Either.getOrThrow(parseTpm2bPublic(yield* tpm.ekPublic(alg)))))
+        const ek = Either.getOrThrow(keyObjectOf(Either.getOrThrow(parseTpm2bPublic(yield* tpm.ekPublic(alg)))))
         expect(cert.publicKey.export({ format: "der", type: "spki" })).toEqual(ek.export({ format: "der", type: "spki" }))
         expect(cert.keyUsage).toContain("2.23.133.8.1")
         expect(cert.subjectAltName).toContain("2.23.133.2.1")
