@@ -34,6 +34,7 @@ import { enrol, type UpAgent } from "./up/enrol.js"
 import { enrolPush } from "./up/enrolPush.js"
 import { startPushAgents } from "./up/pushAgents.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
+import { type LiveRegion, makeLiveRegion, regionConsole } from "./up/liveRegion.js"
 import { watchStatus } from "./up/status.js"
 import { UsageError } from "./exitCode.js"
 import { version } from "./version.js"
@@ -49,10 +50,33 @@ const readAgentId = (dir: string): string => {
 
 const bracket = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
+/**
+ * On a terminal with pretty logs, the live table's region owns the bottom of the screen from the
+ * start: every line up prints (start-up lines, log lines, messages) goes above the table through
+ * the region's Console; a resize redraws. Elsewhere, the ordinary Console and change lines.
+ */
+const withRegion = <A, E, R>(interactive: boolean, body: (region: LiveRegion | undefined) => Effect.Effect<A, E, R>) =>
+  !interactive || process.stdout.isTTY !== true
+    ? body(undefined)
+    : Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const region = makeLiveRegion(process.stdout)
+        const onResize = () => region.resize()
+        process.stdout.on("resize", onResize)
+        return { region, onResize }
+      }),
+      ({ region }) => body(region).pipe(Effect.withConsole(regionConsole(region))),
+      ({ onResize, region }) =>
+        Effect.sync(() => {
+          process.stdout.off("resize", onResize)
+          region.close()
+        })
+    )
+
 export const up = (o: UpOptions) => {
   // start-up lines for a person; in json and logfmt they are log lines too, so every line parses
   const say = Logging.say(o.logFormat)
-  return Effect.gen(function*() {
+  return withRegion(o.logFormat === "pretty", (region) => Effect.gen(function*() {
     if (!Number.isInteger(o.push) || o.push < 0) return yield* new UsageError({ message: `--push ${o.push}: must be a number of push agents, 0 or more` })
     const started = Date.now()
     const dataDir = path.resolve(o.dataDir)
@@ -200,11 +224,12 @@ export const up = (o: UpOptions) => {
     yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier${pushReady} in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
     return yield* watchStatus(
       { pull: { connections: tenant, agents }, push: pushAgents.length === 0 ? undefined : { connections: tenant, agents: pushAgents } },
-      { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say }
+      { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say, region }
     )
   }).pipe(
     Effect.scoped,
-    Effect.ensuring(say("attest up: stopped")),
+    Effect.ensuring(say("attest up: stopped"))
+  )).pipe(
     Effect.provide(Tracing.layer({ endpoint: o.otlpEndpoint, serviceName: "attest-up", serviceVersion: version })),
     // the summary lines above are the interface; component logs only for warnings (a revocation
     // notice, a refused admin or activation: each naming its agent_id) and errors

@@ -41,7 +41,7 @@ describe("attest up --push", () => {
 
         // --tamper 2: the push agent's machine runs an unlisted executable; its next attestation fails
         await first.waitFor(new RegExp(`^agent 2  ${pushId}  TAMPERED: its machine ran /usr/local/bin/tampered-2`), 120_000)
-        await first.waitFor(new RegExp(`^agent 2  ${pushId}  push, FAIL, last evaluation fail, \\d+ attestations, last failure policy_violation$`), 120_000)
+        await first.waitFor(new RegExp(`^agent 2  ${pushId}  push, FAIL, verdict fail, \\d+ attestations, last failure policy_violation$`), 120_000)
         const attestations = await adminGet(cwd, verifier, `/v3.0/agents/${pushId}/attestations`)
         const verdicts = (attestations.json.data as Array<any>).filter((a) => a.attributes.stage === "verification_complete").map((a) => `${a.attributes.evaluation} ${a.attributes.failure_reason}`)
         expect(verdicts[0]).toEqual("pass null")
@@ -76,7 +76,7 @@ describe("attest up --push", () => {
         expect((await third.waitFor(/^attest up: data directory /, 120_000)).text).toContain("(reset)")
         const fresh = (await third.waitFor(/^agent 2  \S+  push, enrolled at the verifier/, 240_000)).text.split(/\s+/)[2]!
         expect(fresh).not.toEqual(pushId)
-        await third.waitFor(new RegExp(`^agent 2  ${fresh}  push, PASS, last evaluation pass, \\d+ attestations$`), 180_000)
+        await third.waitFor(new RegExp(`^agent 2  ${fresh}  push, PASS, verdict pass, \\d+ attestations$`), 180_000)
         expect(await third.stop()).not.toBe("timeout")
       } finally {
         for (const r of runs) if (r.child.exitCode === null) r.child.kill("SIGKILL")

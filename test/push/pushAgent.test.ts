@@ -7,7 +7,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Ref } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, Option, Ref, Schedule } from "effect"
 import * as crypto from "node:crypto"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
@@ -81,4 +81,37 @@ describe("push agent", () => {
       expect(listed.json.data[2].attributes.evidence[1].chosen_parameters.starting_offset).toBeGreaterThan(0)
       expect(listed.json.data[2].attributes.evidence[1].data.entry_count).toEqual(0)
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent")))), 120_000)
+
+  it.live("started before its enrolment, says it waits for enrolment (once), then that it is enrolled; no 'attestation failed'", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-push-agent-wait-")
+      const env = yield* PushTestEnv
+      const dataDir = join(dir, "agent")
+      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+      const source = yield* MeasurementSource
+      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
+      const logged: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logged.push(`${logLevel.label} ${String(message)}`)))
+      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const agent = yield* runPushAgent({
+        agentId: AGENT,
+        dataDir,
+        contactIp: "127.0.0.1",
+        contactPort: 9002,
+        verifierUrl: env.url,
+        verifierCa: env.ca,
+        attestationIntervalSeconds: 1,
+        backoff: fastBackoff
+      }, stats).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(capture), Effect.fork)
+      // refused twice (not enrolled), then the admin enrols it
+      yield* Effect.repeat(Ref.get(stats), { until: (s) => s.refused >= 2, schedule: Schedule.spaced("100 millis") })
+      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
+      yield* Effect.repeat(Ref.get(stats), { until: (s) => s.accepted >= 1, schedule: Schedule.spaced("100 millis") })
+      yield* Fiber.interrupt(agent)
+      const about = logged.filter((l) => /enrol|attestation failed/.test(l)).map((l) => l.replace(/https:\/\/[^\s:]+:\d+/, "<verifier>"))
+      expect(about).toEqual([
+        "INFO waiting for enrolment at the verifier <verifier> (it refuses a session to an agent it does not hold); asking again every 1 s",
+        "INFO enrolled at the verifier <verifier>: attesting"
+      ])
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent-wait")))), 120_000)
 })

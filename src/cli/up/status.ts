@@ -14,10 +14,11 @@ import { JSON_API_MEDIA_TYPE } from "../../http/jsonapi.js"
 import { verifierBulk, verifierStatus } from "../../tenant/agentCommands.js"
 import type { Connections } from "../../tenant/connect.js"
 import type { AnyAgentStatus } from "../../../schemas/Verifier.js"
-import { isOperationalState, stateName } from "../../verifier/states.js"
+import { isOperationalState, OperationalState, stateName } from "../../verifier/states.js"
 import type { UpAgent } from "./enrol.js"
 import type { UpPushAgent } from "./pushAgents.js"
-import { changeLine, redraw, renderTable, type StatusRow } from "./statusTable.js"
+import type { LiveRegion } from "./liveRegion.js"
+import { changeLine, renderTable, type StatusRow } from "./statusTable.js"
 
 export interface WatchOptions {
   /** Agents (number or uuid) to tamper with once they have attested. */
@@ -26,6 +27,8 @@ export interface WatchOptions {
   readonly started: number
   /** A person may be watching (pretty logs): a terminal gets the redrawn table and tamper keys. */
   readonly interactive: boolean
+  /** The terminal region the table is drawn in (a terminal and pretty logs); without it, change lines. */
+  readonly region?: LiveRegion | undefined
   readonly say: (line: string) => Effect.Effect<void>
 }
 
@@ -42,6 +45,18 @@ export interface Watched {
 export const watchedPull = (a: UpAgent): Watched => ({ n: a.n, model: "pull", agentId: a.agent.agentId, machine: a.machine })
 export const watchedPush = (a: UpPushAgent): Watched => ({ n: a.n, model: "push", agentId: a.agentId, machine: a.machine })
 
+/**
+ * A pull agent's verdict from its status: pending before its first quote, fail when its latest
+ * quote is newer than its last success (or the verifier judged it invalid), pass otherwise.
+ */
+export const pullVerdict = (s: AnyAgentStatus): "pass" | "fail" | "pending" => {
+  const received = s.last_received_quote ?? 0
+  const success = s.last_successful_attestation ?? 0
+  if (s.operational_state === OperationalState.INVALID_QUOTE) return "fail"
+  if (received <= 0) return "pending"
+  return received > success ? "fail" : "pass"
+}
+
 export const pullRow = (a: Watched, s: AnyAgentStatus | undefined): StatusRow =>
   s === undefined
     ? { n: a.n, model: "pull", agentId: a.agentId, stateName: "not at the verifier", state: null, evaluation: null, attestations: 0, lastSuccess: null, lastFailure: null }
@@ -51,9 +66,9 @@ export const pullRow = (a: Watched, s: AnyAgentStatus | undefined): StatusRow =>
       agentId: a.agentId,
       stateName: isOperationalState(s.operational_state) ? stateName[s.operational_state] : "unknown",
       state: s.operational_state,
-      evaluation: null,
+      evaluation: pullVerdict(s),
       attestations: s.attestation_count,
-      lastSuccess: s.last_successful_attestation ?? null,
+      lastSuccess: s.last_successful_attestation ? s.last_successful_attestation : null,
       lastFailure: s.last_event_id === null || s.last_event_id === ""
         ? null
         : `${s.last_event_id}${"last_event_message" in s && s.last_event_message ? `: ${s.last_event_message}` : ""}`
@@ -145,7 +160,7 @@ export const watchStatus = (fleet: Fleet, o: WatchOptions) =>
     const pushAgents = (fleet.push?.agents ?? []).map(watchedPush)
     const agents = [...pullAgents, ...pushAgents]
     const pushMemory = new Map<number, PushMemory>()
-    const tty = o.interactive && process.stdout.isTTY === true
+    const region = o.interactive ? o.region : undefined
     for (const t of o.tamper) {
       if (findAgent(agents, t) === undefined) yield* o.say(`--tamper ${t}: no such agent (give its number 1-${agents.length} or its uuid)`)
     }
@@ -160,7 +175,7 @@ export const watchStatus = (fleet: Fleet, o: WatchOptions) =>
         yield* o.say(`agent ${a.n}  ${a.agentId}  TAMPERED: its machine ran ${file}, which its runtime policy does not allow`)
       })
 
-    if (tty && process.stdin.isTTY === true) {
+    if (region !== undefined && process.stdin.isTTY === true) {
       yield* Effect.acquireRelease(
         Effect.sync(() => {
           const onKey = (b: Buffer) => {
@@ -183,7 +198,6 @@ export const watchStatus = (fleet: Fleet, o: WatchOptions) =>
       yield* o.say("keys: 1-9 tamper with that agent's machine, q stops")
     }
 
-    let drawn = 0
     let previous = new Map<number, StatusRow>()
     let allAttested = false
     const refresh = Effect.gen(function*() {
@@ -205,20 +219,16 @@ export const watchStatus = (fleet: Fleet, o: WatchOptions) =>
         if (r.attestations > 0 && (yield* Ref.get(pending)).has(r.n)) {
           yield* Ref.update(pending, (s) => new Set([...s].filter((n) => n !== r.n)))
           yield* tamper(agents.find((a) => a.n === r.n)!)
-          drawn = 0
         }
       }
       // attested since this start (a restart resumes agents whose counts are from before)
       if (!allAttested && rows.length > 0 && rows.every((r) => r.lastSuccess !== null && r.lastSuccess * 1000 >= o.started - 1000)) {
         allAttested = true
         yield* o.say(`all ${rows.length} agents attested ${((Date.now() - o.started) / 1000).toFixed(1)} s after start`)
-        drawn = 0
       }
       const now = (yield* Clock.currentTimeMillis) / 1000
-      if (tty) {
-        const lines = renderTable(rows, now)
-        process.stdout.write(redraw(drawn, lines))
-        drawn = lines.length
+      if (region !== undefined) {
+        region.draw((columns) => renderTable(rows, now, columns))
       } else {
         for (const r of rows) {
           const line = changeLine(previous.get(r.n), r)
