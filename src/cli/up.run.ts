@@ -223,7 +223,7 @@ export const up = (o: UpOptions) => {
     const pushReady = o.push > 0 ? ` and ${enrolledPush} of ${o.push} push agents` : ""
     yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier${pushReady} in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
     return yield* watchStatus(
-      { pull: { connections: tenant, agents }, push: pushAgents.length === 0 ? undefined : { connections: tenant, agents: pushAgents } },
+      { connections: tenant, pull: agents, push: pushAgents },
       { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say, region }
     )
   }).pipe(

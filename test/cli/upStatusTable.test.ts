@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { pullRow, pullVerdict, pushRow, type Watched } from "../../src/cli/up/status.js"
+import { pullRow, pushRow, type Watched } from "../../src/cli/up/status.js"
+import { verdictOf } from "../../src/tenant/agentStatus.js"
 import { age, changeLine, renderTable, type StatusRow } from "../../src/cli/up/statusTable.js"
 
 const row = (over: Partial<StatusRow> = {}): StatusRow => ({
@@ -62,7 +63,7 @@ describe("attest up status table", () => {
   it("fills a pull agent's verdict from its status: pending before a quote, fail when the latest quote failed, pass otherwise", () => {
     const s = (operational_state: number, last_received_quote: number, last_successful_attestation: number) =>
       ({ operational_state, last_received_quote, last_successful_attestation }) as never
-    expect([pullVerdict(s(3, 0, 0)), pullVerdict(s(3, 100, 100)), pullVerdict(s(3, 102, 100)), pullVerdict(s(9, 100, 100)), pullVerdict(s(7, 100, 100))])
+    expect([verdictOf(s(3, 0, 0)), verdictOf(s(3, 100, 100)), verdictOf(s(3, 102, 100)), verdictOf(s(9, 100, 100)), verdictOf(s(7, 100, 100))])
       .toEqual(["pending", "pass", "fail", "fail", "pass"])
   })
 
@@ -105,31 +106,35 @@ describe("attest up status table", () => {
 
 describe("attest up push rows", () => {
   const agent: Watched = { n: 2, model: "push", agentId: "p", machine: undefined as never }
-  const status = (attestation_status: "PASS" | "FAIL" | "TIMEOUT" | "PENDING", count: number, last: number) =>
-    ({ attestation_status, attestation_count: count, last_successful_attestation: last }) as never
-  const none = { evaluation: null, failure: null } as const
+  const status = (attestation_status: "PASS" | "FAIL" | "TIMEOUT" | "PENDING", count: number, last: number, more: Record<string, unknown> = {}) =>
+    ({ attestation_status, attestation_count: count, last_successful_attestation: last, last_event_id: null, attestation_model: "push", ...more }) as never
 
   it("is 'not at the verifier' before enrolment", () => {
-    const { row: r } = pushRow(agent, undefined, undefined, none)
+    const r = pushRow(agent, undefined)
     expect([r.stateName, r.evaluation, r.attestations, r.lastSuccess, r.lastFailure]).toEqual(["not at the verifier", null, 0, null, null])
   })
 
-  it("keeps the last completed verdict while the next attestation is still pending, so the row does not flicker", () => {
-    const first = pushRow(agent, status("PASS", 1, 100), { evaluation: "pass", failureReason: null }, none)
-    expect([first.row.stateName, first.row.evaluation, first.row.attestations, first.row.lastSuccess]).toEqual(["PASS", "pass", 1, 100])
-    const next = pushRow(agent, status("PASS", 1, 100), { evaluation: "pending", failureReason: null }, first.memory)
-    expect(next.row.evaluation).toEqual("pass")
+  it("shows the acceptance and the verdict of the latest completed attestation", () => {
+    const r = pushRow(agent, status("PASS", 1, 100, { last_evaluation: "pass" }))
+    expect([r.stateName, r.evaluation, r.attestations, r.lastSuccess]).toEqual(["PASS", "pass", 1, 100])
   })
 
-  it("shows the failure reason of a failed attestation and keeps it after later ones", () => {
-    const failed = pushRow(agent, status("FAIL", 3, 100), { evaluation: "fail", failureReason: "policy_violation" }, { evaluation: "pass", failure: null })
-    expect([failed.row.stateName, failed.row.evaluation, failed.row.lastFailure]).toEqual(["FAIL", "fail", "policy_violation"])
-    const later = pushRow(agent, status("FAIL", 3, 100), { evaluation: "pending", failureReason: null }, failed.memory)
-    expect([later.row.evaluation, later.row.lastFailure]).toEqual(["fail", "policy_violation"])
+  it("shows the failure with its reason, type and message", () => {
+    const r = pushRow(agent, status("FAIL", 3, 100, {
+      last_evaluation: "fail",
+      last_failure_reason: "policy_violation",
+      last_event_id: "ima.validation.ima-ng.not_in_allowlist",
+      last_event_message: "File not found in allowlist: /usr/local/bin/tampered-2 (entry 7)"
+    }))
+    expect([r.stateName, r.evaluation, r.lastFailure]).toEqual([
+      "FAIL",
+      "fail",
+      "policy_violation: ima.validation.ima-ng.not_in_allowlist: File not found in allowlist: /usr/local/bin/tampered-2 (entry 7)"
+    ])
   })
 
   it("is pending before the first verdict; a verifier's 0 for 'never' is no success", () => {
-    const { row: r } = pushRow(agent, status("PENDING", 0, 0), { evaluation: "pending", failureReason: null }, none)
+    const r = pushRow(agent, status("PENDING", 0, 0, { last_evaluation: null }))
     expect([r.stateName, r.evaluation, r.lastSuccess]).toEqual(["PENDING", "pending", null])
   })
 })

@@ -145,11 +145,21 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         yield* list(c, o.out, undefined)
         expect(o.last().value).toEqual([{
           agent_id: AGENT,
-          verifier: { operational_state: 1, state: "Start (1)", attestation_count: 0, last_successful_attestation: 0, last_event_id: null },
+          verifier: {
+            attestation_model: "pull",
+            operational_state: 1,
+            state: "Start (1)",
+            attestation_status: "PENDING",
+            verdict: "pending",
+            attestation_count: 0,
+            last_successful_attestation: 0,
+            last_event_id: null,
+            last_failure: null
+          },
           registrar: { active: true }
         }])
-        expect(o.last().text.split("\n")[0]).toEqual("agent                                 verifier state  attestations  last success  last failure  registrar")
-        yield* list(c, o.out, 9)
+        expect(o.last().text.split("\n")[0]).toEqual("agent                                 verifier state  verdict  attestations  last success  last failure  registrar")
+        yield* list(c, o.out, { state: 9 })
         expect(o.last().text).toEqual("no agents in state Invalid Quote (9)")
         yield* bulkinfo(c, o.out)
         expect(Object.keys(o.last().value as object)).toEqual([AGENT])
