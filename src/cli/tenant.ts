@@ -34,7 +34,11 @@ const enrolment = {
     Options.repeated
   ),
   revocationKey: file("revocation-key", "PEM private key the verifier signs this agent's revocation messages with (--cert makes one)"),
-  verify: Options.boolean("verify").pipe(Options.withDescription("wait for the verifier to deliver V and check K at the agent (keys/verify); a mismatch stops the agent"))
+  verify: Options.boolean("verify").pipe(Options.withDescription("wait for the verifier to deliver V and check K at the agent (keys/verify); a mismatch stops the agent")),
+  push: Options.boolean("push").pipe(
+    Options.withAlias("push-model"),
+    Options.withDescription("a push agent (API 3.0; Keylime's --push-model): contact no agent, no payload or V; the verifier is told it sends its evidence (attestation_model push)")
+  )
 }
 
 type RunModule = Awaited<ReturnType<typeof load>>
@@ -44,11 +48,12 @@ const agentCmd = (name: string, pick: (m: RunModule) => RunModule["status"], des
 const add = Command.make("add", enrolment, lazy(load, (m) => m.add)).pipe(
   Command.withDescription(
     "Enrol an agent: its registrar record (active), EK certificate against ek_ca_dir, an identity quote checked with its AK and the PCR 16 binding of its NK, " +
-      "U (with the payload encrypted under K) to the agent, V and the policies to the verifier; --verify waits for V and checks K."
+      "U (with the payload encrypted under K) to the agent, V and the policies to the verifier; --verify waits for V and checks K. " +
+      "With --push, a push agent: its registrar record and EK certificate, then the verifier with its AK and policies."
   )
 )
 const update = Command.make("update", enrolment, lazy(load, (m) => m.update)).pipe(
-  Command.withDescription("Delete an agent at the verifier and add it again with new keys and the given policies (as Keylime's tenant).")
+  Command.withDescription("Add an agent again with new keys and the given policies (as Keylime's tenant): every input is checked first, then it is deleted at the verifier and added.")
 )
 const list = Command.make(
   "list",

@@ -81,11 +81,21 @@ describe("attest tenant (spawned)", () => {
         expect(added.err).toContain(`agent ${AGENT}: identity quote verified with the registered AK`)
         const status = yield* run("status", "--uuid", AGENT, "--config", file)
         expect(status.code).toEqual(0)
-        expect(status.out).toContain("state:        Start (1)")
+        expect(status.out).toMatch(/^state: +Start \(1\)$/m)
         const listed = yield* run("list", "--json", "--config", file)
         expect(JSON.parse(listed.out)).toEqual([{
           agent_id: AGENT,
-          verifier: { operational_state: 1, state: "Start (1)", attestation_count: 0, last_successful_attestation: 0, last_event_id: null },
+          verifier: {
+            attestation_model: "pull",
+            operational_state: 1,
+            state: "Start (1)",
+            attestation_status: "PENDING",
+            verdict: "pending",
+            attestation_count: 0,
+            last_successful_attestation: 0,
+            last_event_id: null,
+            last_failure: null
+          },
           registrar: { active: true }
         }])
         const deleted = yield* run("delete", "--uuid", AGENT, "--config", file)

@@ -4,6 +4,10 @@ import { Effect, Either } from "effect"
 import { parseStateFilter, statusText } from "../../src/tenant/agentCommands.js"
 import { failureText, stateLabel, stateText, verdictOf } from "../../src/tenant/agentStatus.js"
 import { age, fields, table } from "../../src/tenant/render.js"
+import { elsewhere } from "../../src/tenant/settings.js"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 describe("tenant output", () => {
   it("tables pad every column but the last; fields align their keys", () => {
@@ -74,5 +78,21 @@ describe("tenant output", () => {
       "address:        127.0.0.1:9002"
     ])
     expect(failureText(base)).toBeNull()
+  })
+
+  it("a tenant without its CA directory names the one attest up made, when there is one", () => {
+    const dir = mkdtempSync(join(tmpdir(), "attest-tenant-ca-hint-"))
+    try {
+      const server = { ca_dir: "/var/lib/attest/cv_ca", tls_dir: "default" }
+      expect(elsewhere(server, dir)).toBeUndefined()
+      mkdirSync(join(dir, ".attest", "cv_ca"), { recursive: true })
+      writeFileSync(join(dir, ".attest", "cv_ca", "cacert.crt"), "")
+      expect(elsewhere(server, dir)).toEqual(
+        `/var/lib/attest/cv_ca holds no cacert.crt; attest up made a CA with an admin certificate in ${join(dir, ".attest", "cv_ca")}: set ATTEST_TENANT_CA_DIR=.attest/cv_ca (or ca_dir in [tenant] of --config)`
+      )
+      expect(elsewhere({ ca_dir: ".attest/cv_ca", tls_dir: "default" }, dir)).toBeUndefined()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -26,7 +26,7 @@ export interface UpAgent {
 }
 
 /** The tenant's progress lines go to the log (info), not to up's summary. */
-const quiet: Output = {
+export const quiet: Output = {
   json: false,
   show: () => Effect.void,
   note: (line) => Effect.logInfo(line)
