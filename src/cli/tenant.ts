@@ -57,9 +57,9 @@ const update = Command.make("update", enrolment, lazy(load, (m) => m.update)).pi
 )
 const list = Command.make(
   "list",
-  { ...common, state: text("state", "only agents in this verifier state (number or name, e.g. 3 or 'get quote')") },
+  { ...common, state: text("state", "only agents in this verifier state (number or name, e.g. 3 or 'get quote') or attestation status (pass, fail, timeout, pending)") },
   lazy(load, (m) => m.list)
-).pipe(Command.withDescription("One line per agent: verifier state, attestations, last success, last failure, and whether the registrar holds it active."))
+).pipe(Command.withDescription("One line per agent: verifier state (a push agent's acceptance), verdict, attestations, last success, last failure, and whether the registrar holds it active."))
 const bulkinfo = Command.make("bulkinfo", common, lazy(load, (m) => m.bulkinfo)).pipe(
   Command.withDescription("Every agent's full status at the verifier (GET agents?bulk=true).")
 )
@@ -112,7 +112,7 @@ export const tenantCommand = Command.make("tenant").pipe(
     add,
     update,
     agentCmd("delete", (m) => m.del, "Remove an agent from the verifier (waits while it is terminating)."),
-    agentCmd("status", (m) => m.status, "An agent's state (name and number), attestation count, last success, last failure type, address."),
+    agentCmd("status", (m) => m.status, "An agent's model and state (a pull agent's operational state and address, a push agent's acceptance PASS, FAIL or TIMEOUT), the verdict of its latest attestation, attestation count, last success, last failure with what it said."),
     list,
     agentCmd("reactivate", (m) => m.reactivate, "Start attesting a stopped or failed agent again."),
     agentCmd("stop", (m) => m.stop, "Stop attesting an agent (state 10) without deleting it."),

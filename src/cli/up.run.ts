@@ -78,6 +78,12 @@ export const up = (o: UpOptions) => {
   const say = Logging.say(o.logFormat)
   return withRegion(o.logFormat === "pretty", (region) => Effect.gen(function*() {
     if (!Number.isInteger(o.push) || o.push < 0) return yield* new UsageError({ message: `--push ${o.push}: must be a number of push agents, 0 or more` })
+    for (const t of o.tamper) {
+      const n = /^\d+$/.test(t.trim()) ? Number(t.trim()) : undefined
+      if (n !== undefined && (n < 1 || n > o.agents + o.push)) {
+        return yield* new UsageError({ message: `--tamper ${t}: no such agent; give its number 1-${o.agents + o.push} (or its uuid)` })
+      }
+    }
     const started = Date.now()
     const dataDir = path.resolve(o.dataDir)
     if (o.reset && fs.existsSync(dataDir)) {

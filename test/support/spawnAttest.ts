@@ -10,9 +10,13 @@ export interface SpawnResult {
   readonly err: string
 }
 
-export const spawnAttest = (...args: Array<string>): Promise<SpawnResult> =>
+export const spawnAttest = (...args: Array<string>): Promise<SpawnResult> => spawnAttestWith({}, ...args)
+
+/** The same with `input` written to its standard input (then closed). */
+export const spawnAttestWith = (o: { readonly input?: string }, ...args: Array<string>): Promise<SpawnResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", ...args])
+    child.stdin.end(o.input ?? "")
     let out = ""
     let err = ""
     child.stdout.on("data", (d: Buffer) => (out += d.toString()))

@@ -15,6 +15,7 @@ import type { AnyAgentStatus } from "../../../schemas/Verifier.js"
 import { isOperationalState, stateName } from "../../verifier/states.js"
 import type { UpAgent } from "./enrol.js"
 import type { UpPushAgent } from "./pushAgents.js"
+import { UsageError } from "../exitCode.js"
 import type { LiveRegion } from "./liveRegion.js"
 import { changeLine, renderTable, type StatusRow } from "./statusTable.js"
 
@@ -94,7 +95,9 @@ export const watchStatus = (fleet: Fleet, o: WatchOptions) =>
     const agents = [...pullAgents, ...pushAgents]
     const region = o.interactive ? o.region : undefined
     for (const t of o.tamper) {
-      if (findAgent(agents, t) === undefined) yield* o.say(`--tamper ${t}: no such agent (give its number 1-${agents.length} or its uuid)`)
+      if (findAgent(agents, t) === undefined) {
+        return yield* new UsageError({ message: `--tamper ${t}: no such agent; give its number 1-${agents.length} or its uuid` })
+      }
     }
     const pending = yield* Ref.make(new Set(o.tamper.map((t) => findAgent(agents, t)?.n).filter((n): n is number => n !== undefined)))
     const keys = yield* Queue.unbounded<number>()
