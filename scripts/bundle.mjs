@@ -8,6 +8,7 @@
 // relative to their own package) and optional peers that are not installed (pg-native), whose
 // absence the requiring package handles itself.
 import { build } from "esbuild"
+import { execFileSync } from "node:child_process"
 import { chmodSync, cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { isBuiltin } from "node:module"
 import { dirname, join } from "node:path"
@@ -49,7 +50,7 @@ const nativeOrMissing = {
 
 const outdir = "dist/cli"
 const result = await build({
-  entryPoints: { attest: "src/cli/bin.ts" },
+  entryPoints: { attest: "src/cli/bin.ts", "command-tree": "src/cli/commandTreeDump.ts" },
   outdir,
   bundle: true,
   splitting: true,
@@ -70,4 +71,6 @@ writeFileSync(join(outdir, "meta.json"), JSON.stringify(result.metafile))
 rmSync(join(outdir, "dashboard"), { recursive: true, force: true })
 cpSync("src/dashboard/static", join(outdir, "dashboard"), { recursive: true })
 chmodSync(join(outdir, "attest.js"), 0o755)
+// the command tree for --help and --version without loading Effect (src/cli/fast.ts)
+writeFileSync(join(outdir, "commands.json"), execFileSync(process.execPath, [join(outdir, "command-tree.js")]))
 console.error(`attest: bundled ${join(outdir, "attest.js")} (left to node_modules: ${[...external].sort().join(", ")})`)

@@ -19,7 +19,7 @@ import { Console, Effect, FiberRef } from "effect"
 import { prepareArgv } from "./argv.js"
 import { commandTree } from "./commandTree.js"
 import { UsageError } from "./exitCode.js"
-import { renderHelp } from "./help.js"
+import { helpWidth, renderHelp } from "./help.js"
 import { handlerRunning } from "./lazy.js"
 import { version } from "./version.js"
 
@@ -54,9 +54,6 @@ const sentences = (text: string): string => {
   const parts = said.split(/(?<=exist|integer)\s+/)
   return [...new Set(parts)].join("; ")
 }
-
-/** Help is wrapped to the terminal's width, or 100 columns when it is not a terminal. */
-const helpWidth = () => Math.max(60, Math.min(120, process.stdout.isTTY === true ? (process.stdout.columns ?? 100) - 1 : 100))
 
 /**
  * While @effect/cli parses (before a command's handler runs), what it prints about the command line

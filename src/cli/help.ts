@@ -6,6 +6,10 @@
  */
 import type { CommandInfo, OptionInfo } from "./commandTree.js"
 
+/** Help is wrapped to the terminal's width, or 100 columns when it is not a terminal. */
+export const helpWidth = (): number =>
+  Math.max(60, Math.min(120, process.stdout.isTTY === true ? (process.stdout.columns ?? 100) - 1 : 100))
+
 /** Words of `text` in lines of at most `width` characters, each starting with `indent`. */
 export const wrap = (text: string, width: number, indent: string): ReadonlyArray<string> => {
   const lines: Array<string> = []

@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { commandTree } from "../../src/cli/commandTree.js"
+import { rootCommand } from "../../src/cli/Root.js"
 
 const root = resolve(__dirname, "../..")
 const bundle = join(root, "dist/cli/attest.js")
@@ -47,6 +49,24 @@ describe("attest bundle", () => {
     const r = await node(bundle, "policy", "--help")
     expect(r.code).toBe(0)
     for (const c of ["create runtime", "create measured-boot", "sign", "verify", "check", "check-boot"]) expect(r.out).toContain(c)
+  })
+
+  it("answers --version and --help from the prebuilt command tree without loading Effect; the tree is the one the sources declare", async () => {
+    const meta = JSON.parse(readFileSync(join(root, "dist/cli/meta.json"), "utf8")) as Meta
+    const entry = Object.keys(meta.outputs).find((k) => k.endsWith("dist/cli/attest.js"))!
+    const staticGraph = new Set<string>()
+    const visit = (file: string) => {
+      if (staticGraph.has(file)) return
+      staticGraph.add(file)
+      for (const i of meta.outputs[file]!.imports) if (!i.external && i.kind === "import-statement") visit(i.path)
+    }
+    visit(entry)
+    const inputs = [...staticGraph].flatMap((f) => Object.keys(meta.outputs[f]!.inputs))
+    expect(inputs.filter((f) => f.includes("node_modules/"))).toEqual([])
+    const built = JSON.parse(readFileSync(join(root, "dist/cli/commands.json"), "utf8")) as unknown
+    expect(built).toEqual(JSON.parse(JSON.stringify(commandTree(rootCommand))))
+    const typo = await node(bundle, "tenant", "lst")
+    expect([typo.code, typo.err.split(";")[0]]).toEqual([2, "attest tenant: unknown command 'lst' (did you mean list?)"])
   })
 
   it("loads no subcommand implementation and none of its heavy packages at start-up", () => {
