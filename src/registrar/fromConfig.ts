@@ -57,5 +57,5 @@ export const RegistrarFromConfig = (c: RegistrarOptions) =>
   Layer.unwrapEffect(Effect.map(registrarOptionsFromSection(c), RegistrarServerLive)).pipe(
     Layer.provide(ServerTlsWithAdmins("registrar", c)),
     Layer.provide(DbLive(c, "registrar")),
-    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics"))
+    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics", "registrar"))
   )
