@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["test/support/setup.ts"],
+    // the executable spawned tests run is the bundle, built here once (test/support/attestBin.ts)
+    globalSetup: ["test/support/globalSetup.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: swtpm, PostgreSQL and the servers under test share them with the workers.

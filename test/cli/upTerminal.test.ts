@@ -11,15 +11,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { promisify } from "node:util"
 import { Effect } from "effect"
+import { attestArgs, root } from "../support/attestBin.js"
 import { requireOrSkip } from "../support/requirements.js"
 
 const run = promisify(execFile)
-const root = resolve(__dirname, "../..")
-const tsx = join(root, "node_modules/tsx/dist/loader.mjs")
-const bin = join(root, "src/cli/bin.ts")
 
 const hasTmux = async () => {
   try {
@@ -51,7 +49,7 @@ describe("attest up in a terminal", async () => {
         throw new Error(`the terminal never showed ${what} within ${ms} ms; it shows:\n${lines.join("\n")}`)
       }
       const command = [
-        process.execPath, "--import", tsx, bin, "up", "--data-dir", join(dir, "data"), "--agents", "2", "--push", "1", "--tamper", "2", "--tamper", "3",
+        process.execPath, ...attestArgs(["up"]), "--data-dir", join(dir, "data"), "--agents", "2", "--push", "1", "--tamper", "2", "--tamper", "3",
         "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0",
         "--metrics-port", "0", "--verifier-metrics-port", "0", "--dashboard-port", "-1"
       ].map((a) => `'${a}'`).join(" ")
