@@ -6,19 +6,16 @@
  */
 import { NodeContext, NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
 import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
-import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { runPushAgent } from "../../src/push-agent/PushAgent.js"
-import { Agents } from "../../src/verifier/Agents.js"
 import { tempDir } from "../agent/support.js"
 import { needsSwtpm } from "../support/requirements.js"
 import { SwtpmHarness } from "../support/swtpm.js"
-import { backends, validBody } from "../verifier/support.js"
-import { b64, policyOfMachine, PushTestEnv, pushVerifier, verdict } from "./support.js"
+import { backends } from "../verifier/support.js"
+import { PushTestEnv, pushAgentIdentity, pushVerifier, testPushAgentOptions, verdict } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c000f1"
 const swtpmOk = needsSwtpm()
@@ -29,20 +26,9 @@ describe.each(backends)("push agent on swtpm, verifier on %s", (backend, availab
       const dir = yield* tempDir("attest-push-swtpm-")
       const env = yield* PushTestEnv
       const dataDir = join(dir, "agent")
-      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
-      const source = yield* MeasurementSource
-      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
-      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"] })
-      const options = {
-        agentId: AGENT,
-        dataDir,
-        contactIp: "127.0.0.1",
-        contactPort: 9002,
-        verifierUrl: env.url,
-        verifierCa: env.ca,
-        attestationIntervalSeconds: 1,
-        backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
-      }
+      const { enrol } = yield* pushAgentIdentity(AGENT, dataDir)
+      yield* enrol
+      const options = testPushAgentOptions({ agentId: AGENT, dataDir, verifierUrl: env.url, verifierCa: env.ca })
       const first = yield* runPushAgent({ ...options, cycles: 2 }).pipe(Effect.provide(NodeHttpClient.layerUndici))
       expect([first.accepted, first.refused]).toEqual([2, 0])
       expect((yield* verdict(AGENT)).json.data.attributes.evaluation).toEqual("pass")

@@ -13,6 +13,7 @@ import { join } from "node:path"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { spawnAttest } from "../support/spawnAttest.js"
+import { justAddedListEntry } from "./support.js"
 import { closeClients, RunningAgent, simulatedAgentLayer } from "../agent/support.js"
 import { testDatabase } from "../support/db.js"
 import { makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
@@ -83,21 +84,7 @@ describe("attest tenant (spawned)", () => {
         expect(status.code).toEqual(0)
         expect(status.out).toMatch(/^state: +Start \(1\)$/m)
         const listed = yield* run("list", "--json", "--config", file)
-        expect(JSON.parse(listed.out)).toEqual([{
-          agent_id: AGENT,
-          verifier: {
-            attestation_model: "pull",
-            operational_state: 1,
-            state: "Start (1)",
-            attestation_status: "PENDING",
-            verdict: "pending",
-            attestation_count: 0,
-            last_successful_attestation: 0,
-            last_event_id: null,
-            last_failure: null
-          },
-          registrar: { active: true }
-        }])
+        expect(JSON.parse(listed.out)).toEqual([justAddedListEntry(AGENT)])
         const deleted = yield* run("delete", "--uuid", AGENT, "--config", file)
         expect({ code: deleted.code, out: deleted.out.trim() }).toEqual({ code: 0, out: `agent ${AGENT} deleted at the verifier` })
       }), { timeout: 240_000 })

@@ -22,7 +22,7 @@ import { Tpm } from "../../src/tpm/Tpm.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { add, type AddOptions, addPush, update } from "../../src/tenant/add.js"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
-import { simulatedAgent } from "../push/support.js"
+import { simulatedAgent, testPushAgentOptions } from "../push/support.js"
 import { NodeHttpClient } from "@effect/platform-node"
 import { bulkinfo, list, reactivate, remove, status, stop } from "../../src/tenant/agentCommands.js"
 import type { Connections } from "../../src/tenant/connect.js"
@@ -33,7 +33,7 @@ import { closeClients, RunningAgent, simulatedAgentLayer } from "../agent/suppor
 import { agentBody, call, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { startVerifier } from "../verifier/apiHarness.js"
 import { recordingPoller } from "../verifier/support.js"
-import { captureOutput, deliverVTo, tenantConnections } from "./support.js"
+import { captureOutput, deliverVTo, justAddedListEntry, tenantConnections } from "./support.js"
 
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
@@ -147,21 +147,7 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         expect(o.last().text).toMatch(/^last success: +never$/m)
 
         yield* list(c, o.out, undefined)
-        expect(o.last().value).toEqual([{
-          agent_id: AGENT,
-          verifier: {
-            attestation_model: "pull",
-            operational_state: 1,
-            state: "Start (1)",
-            attestation_status: "PENDING",
-            verdict: "pending",
-            attestation_count: 0,
-            last_successful_attestation: 0,
-            last_event_id: null,
-            last_failure: null
-          },
-          registrar: { active: true }
-        }])
+        expect(o.last().value).toEqual([justAddedListEntry(AGENT)])
         expect(o.last().text.split("\n")[0]).toEqual("agent                                 verifier state  verdict  attestations  last success  last failure  registrar")
         yield* list(c, o.out, { state: 9 })
         expect(o.last().text).toEqual("no agents in state Invalid Quote (9)")
@@ -298,16 +284,9 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         const PUSH = "1a2b3c4d-0000-4000-8000-00000000e004"
         const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
         yield* Effect.forkScoped(runPushAgent({
-          agentId: PUSH,
-          dataDir: join(root, "push-agent"),
+          ...testPushAgentOptions({ agentId: PUSH, dataDir: join(root, "push-agent"), verifierUrl, verifierCa: pki.caPem }),
           registrarUrl: registrarHttp,
-          registrarRetry: { initialDelay: "50 millis", maxDelay: "200 millis" },
-          contactIp: "127.0.0.1",
-          contactPort: 9002,
-          verifierUrl,
-          verifierCa: pki.caPem,
-          attestationIntervalSeconds: 1,
-          backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+          registrarRetry: { initialDelay: "50 millis", maxDelay: "200 millis" }
         }, stats).pipe(Effect.provide(Layer.merge(simulatedAgent("tenant-push"), NodeHttpClient.layerUndici))))
         const refused = yield* Effect.either(addPush(c, o.out, addOptions({ agentId: PUSH, payload: Option.some(policyFile) })))
         expect(Either.isLeft(refused) && refused.left.message).toEqual(
