@@ -27,8 +27,9 @@ export const wrap = (text: string, width: number, indent: string): ReadonlyArray
 }
 
 const optionHead = (o: OptionInfo): string => {
-  const [long, ...aliases] = o.names
-  const names = [...aliases, long].join(", ")
+  const [main, ...aliases] = o.names
+  // -e, --eventlog; --push, --push-model
+  const names = [...aliases.filter((a) => !a.startsWith("--")), main, ...aliases.filter((a) => a.startsWith("--"))].join(", ")
   return o.value === null ? names : `${names} <${o.value}>`
 }
 
