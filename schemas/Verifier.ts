@@ -77,8 +77,9 @@ export type LegacyAgentCreateRequest = typeof LegacyAgentCreateRequest.Type
 const StatusCommon = {
   operational_state: Schema.Int,
   v: NullableString,
-  ip: Schema.String,
-  port: Schema.Int,
+  /** null for a push agent, which listens on no port (Keylime's push mode too). */
+  ip: NullableString,
+  port: Schema.NullOr(Schema.Int),
   tpm_policy: Schema.String
 }
 
@@ -98,7 +99,18 @@ const StatusTail = {
   last_event_message: Schema.optional(NullableString),
   attestation_count: Schema.Int,
   last_received_quote: Schema.NullOr(Schema.Int),
-  last_successful_attestation: Schema.NullOr(Schema.Int)
+  last_successful_attestation: Schema.NullOr(Schema.Int),
+  /**
+   * attest's additions for a push agent only (absent for pull agents, whose bodies stay Keylime's):
+   * `push`; the verdict and index of its latest completed attestation; the reason and time
+   * (epoch seconds) of its latest failed one, whose failure type and message are
+   * `last_event_id` and `last_event_message`.
+   */
+  attestation_model: Schema.optional(Schema.Literal("push")),
+  last_evaluation: Schema.optional(Schema.NullOr(Schema.Literal("pass", "fail"))),
+  last_attestation_index: Schema.optional(Schema.NullOr(Schema.Int)),
+  last_failure_reason: Schema.optional(NullableString),
+  last_failure_at: Schema.optional(Schema.NullOr(Schema.Int))
 }
 
 /** GET agent results from API 2.5 (spec §2.2, field order as Keylime renders it). */

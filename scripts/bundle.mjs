@@ -8,6 +8,7 @@
 // relative to their own package) and optional peers that are not installed (pg-native), whose
 // absence the requiring package handles itself.
 import { build } from "esbuild"
+import { execFileSync } from "node:child_process"
 import { chmodSync, cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { buildCheckPage } from "./checkPage.mjs"
 import { isBuiltin } from "node:module"
@@ -50,7 +51,7 @@ const nativeOrMissing = {
 
 const outdir = "dist/cli"
 const result = await build({
-  entryPoints: { attest: "src/cli/bin.ts" },
+  entryPoints: { attest: "src/cli/bin.ts", "command-tree": "src/cli/commandTreeDump.ts" },
   outdir,
   bundle: true,
   splitting: true,
@@ -73,4 +74,6 @@ cpSync("src/dashboard/static", join(outdir, "dashboard"), { recursive: true })
 // the check-it-yourself page's code for browsers (/assets/check.js), and the page alone, offline
 const check = await buildCheckPage(join(outdir, "dashboard"), "dist/attest-check.html")
 chmodSync(join(outdir, "attest.js"), 0o755)
+// the command tree for --help and --version without loading Effect (src/cli/fast.ts)
+writeFileSync(join(outdir, "commands.json"), execFileSync(process.execPath, [join(outdir, "command-tree.js")]))
 console.error(`attest: bundled ${join(outdir, "attest.js")} (left to node_modules: ${[...external].sort().join(", ")}); check page ${Math.round(check.bytes / 1024)} kB, offline as dist/attest-check.html`)

@@ -161,8 +161,8 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
               Effect.tapError((e) => Effect.logWarning(`revocation notification refused: ${e.message}`)),
               Effect.tap(({ event, signed }) =>
                 Effect.logWarning(
-                  `revocation notification (${signed ? "signature verified" : "no revocation certificate configured; unchecked"}): ` +
-                    `type=${event.type ?? "?"} agent=${event.agent_id ?? "?"} event=${event.event_id ?? "?"} severity=${event.severity_label ?? "?"}`
+                  `received a revocation notice: agent ${event.agent_id ?? "?"} failed attestation (${event.event_id ?? "?"}, severity ${event.severity_label ?? "?"}; ` +
+                    `${signed ? "signature verified" : "unchecked: no revocation certificate configured"})`
                 )
               ),
               Effect.zipRight(okEmpty({}))

@@ -1,8 +1,29 @@
 #!/usr/bin/env node
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Effect } from "effect"
-import { teardown } from "./exitCode.js"
-import { run } from "./Root.js"
+/**
+ * `attest`: `--version` and `--help` answered from the prebuilt command tree without loading
+ * Effect (fast.ts); anything else runs the program (main.ts).
+ */
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import type { CommandInfo } from "./commandTree.js"
+import { fastAnswer } from "./fast.js"
+import { version } from "./version.js"
 
-run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain({ disableErrorReporting: true, teardown }))
+/** dist/cli/commands.json beside the bundle; none when running from the sources. */
+const prebuiltTree = (): CommandInfo | undefined => {
+  try {
+    return JSON.parse(readFileSync(fileURLToPath(new URL("./commands.json", import.meta.url)), "utf8")) as CommandInfo
+  } catch {
+    return undefined
+  }
+}
+
+const tree = prebuiltTree()
+const answer = tree === undefined ? undefined : fastAnswer(tree, process.argv, version)
+if (answer === undefined) {
+  await import("./main.js")
+} else {
+  if (answer.stdout !== undefined) process.stdout.write(answer.stdout)
+  if (answer.stderr !== undefined) process.stderr.write(answer.stderr)
+  process.exitCode = answer.code
+}

@@ -21,5 +21,5 @@ export const renderSection = Effect.fn("Config.render")(function*(component: Sec
 export const show = ({ component, config }: { readonly component: SectionName; readonly config: Option.Option<string> }) =>
   renderSection(component, config).pipe(
     Effect.flatMap(Console.log),
-    Effect.tapError((e) => Console.error(`attest config: ${e.message}`))
+    Effect.tapError((e) => Console.error(`attest config show: ${e.message}`))
   )

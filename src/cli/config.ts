@@ -22,7 +22,7 @@ const importCommand = Command.make(
   "import",
   {
     files: Args.file({ name: "file", exists: "yes" }).pipe(
-      Args.withDescription("Keylime configuration files, later ones overriding earlier ones: verifier.conf, registrar.conf, tenant.conf, ca.conf, their .conf.d snippets, keylime-agent.conf"),
+      Args.withDescription("Keylime configuration files, later ones overriding earlier ones: verifier.conf, registrar.conf, tenant.conf, ca.conf, their .conf.d snippets, the Rust agent's agent.conf (or keylime-agent.conf); the files Keylime installs, not its Jinja2 templates"),
       Args.atLeast(1)
     ),
     out: Options.file("out").pipe(Options.withDescription("write attest's TOML here instead of standard output"), Options.optional),

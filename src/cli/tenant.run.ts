@@ -1,6 +1,6 @@
 /** How the `attest tenant` commands run: each is its src/tenant function inside runTenant (run.ts). */
 import { Effect, Option } from "effect"
-import { add as addAgent, type AddOptions, update as updateAgent } from "../tenant/add.js"
+import { add as addAgent, type AddOptions, addPush, update as updateAgent, updatePush } from "../tenant/add.js"
 import { bulkinfo as bulkInfo, list as listAgents, parseStateFilter, reactivate as reactivateAgent, remove, status as agentStatus, stop as stopAgent } from "../tenant/agentCommands.js"
 import { type PolicyKind, policyDelete as delPolicy, policyList as listPolicies, policyShow as showPolicy, policyUpload } from "../tenant/policyCommands.js"
 import { checkAgentId, regdelete as regDelete, reglist as regList, regstatus as regStatus } from "../tenant/registrarCommands.js"
@@ -29,11 +29,11 @@ export const list = (flags: CommonFlags & { readonly state: Option.Option<string
       (state) => listAgents(c, out, state)
     ))
 
-type EnrolFlags = WithUuid & Omit<AddOptions, "agentId">
-const enrol = (name: string, f: typeof addAgent) => (flags: EnrolFlags) =>
-  runTenant(name, flags, (c, out) => Effect.flatMap(checkAgentId(flags.uuid), (agentId) => f(c, out, { ...flags, agentId })))
-export const add = enrol("add", addAgent)
-export const update = enrol("update", updateAgent)
+type EnrolFlags = WithUuid & Omit<AddOptions, "agentId"> & { readonly push: boolean }
+const enrol = (name: string, pull: typeof addAgent, push: typeof addAgent) => (flags: EnrolFlags) =>
+  runTenant(name, flags, (c, out) => Effect.flatMap(checkAgentId(flags.uuid), (agentId) => (flags.push ? push : pull)(c, out, { ...flags, agentId })))
+export const add = enrol("add", addAgent, (c, out, o) => addPush(c, out, o))
+export const update = enrol("update", updateAgent, updatePush)
 
 const group = (kind: PolicyKind) => (kind === "runtime" ? "runtime-policy" : "mb-policy")
 type UploadFlags = CommonFlags & {

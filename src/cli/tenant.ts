@@ -34,7 +34,11 @@ const enrolment = {
     Options.repeated
   ),
   revocationKey: file("revocation-key", "PEM private key the verifier signs this agent's revocation messages with (--cert makes one)"),
-  verify: Options.boolean("verify").pipe(Options.withDescription("wait for the verifier to deliver V and check K at the agent (keys/verify); a mismatch stops the agent"))
+  verify: Options.boolean("verify").pipe(Options.withDescription("wait for the verifier to deliver V and check K at the agent (keys/verify); a mismatch stops the agent")),
+  push: Options.boolean("push").pipe(
+    Options.withAlias("push-model"),
+    Options.withDescription("a push agent (API 3.0; Keylime's --push-model): contact no agent, no payload or V; the verifier is told it sends its evidence (attestation_model push)")
+  )
 }
 
 type RunModule = Awaited<ReturnType<typeof load>>
@@ -44,17 +48,18 @@ const agentCmd = (name: string, pick: (m: RunModule) => RunModule["status"], des
 const add = Command.make("add", enrolment, lazy(load, (m) => m.add)).pipe(
   Command.withDescription(
     "Enrol an agent: its registrar record (active), EK certificate against ek_ca_dir, an identity quote checked with its AK and the PCR 16 binding of its NK, " +
-      "U (with the payload encrypted under K) to the agent, V and the policies to the verifier; --verify waits for V and checks K."
+      "U (with the payload encrypted under K) to the agent, V and the policies to the verifier; --verify waits for V and checks K. " +
+      "With --push, a push agent: its registrar record and EK certificate, then the verifier with its AK and policies."
   )
 )
 const update = Command.make("update", enrolment, lazy(load, (m) => m.update)).pipe(
-  Command.withDescription("Delete an agent at the verifier and add it again with new keys and the given policies (as Keylime's tenant).")
+  Command.withDescription("Add an agent again with new keys and the given policies (as Keylime's tenant): every input is checked first, then it is deleted at the verifier and added.")
 )
 const list = Command.make(
   "list",
-  { ...common, state: text("state", "only agents in this verifier state (number or name, e.g. 3 or 'get quote')") },
+  { ...common, state: text("state", "only agents in this verifier state (number or name, e.g. 3 or 'get quote') or attestation status (pass, fail, timeout, pending)") },
   lazy(load, (m) => m.list)
-).pipe(Command.withDescription("One line per agent: verifier state, attestations, last success, last failure, and whether the registrar holds it active."))
+).pipe(Command.withDescription("One line per agent: verifier state (a push agent's acceptance), verdict, attestations, last success, last failure, and whether the registrar holds it active."))
 const bulkinfo = Command.make("bulkinfo", common, lazy(load, (m) => m.bulkinfo)).pipe(
   Command.withDescription("Every agent's full status at the verifier (GET agents?bulk=true).")
 )
@@ -107,7 +112,7 @@ export const tenantCommand = Command.make("tenant").pipe(
     add,
     update,
     agentCmd("delete", (m) => m.del, "Remove an agent from the verifier (waits while it is terminating)."),
-    agentCmd("status", (m) => m.status, "An agent's state (name and number), attestation count, last success, last failure type, address."),
+    agentCmd("status", (m) => m.status, "An agent's model and state (a pull agent's operational state and address, a push agent's acceptance PASS, FAIL or TIMEOUT), the verdict of its latest attestation, attestation count, last success, last failure with what it said."),
     list,
     agentCmd("reactivate", (m) => m.reactivate, "Start attesting a stopped or failed agent again."),
     agentCmd("stop", (m) => m.stop, "Stop attesting an agent (state 10) without deleting it."),

@@ -35,6 +35,7 @@ import { enrolPush } from "./up/enrolPush.js"
 import { EXPOSE_FLAG, upHosts } from "./up/hosts.js"
 import { startPushAgents } from "./up/pushAgents.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
+import { type LiveRegion, makeLiveRegion, regionConsole } from "./up/liveRegion.js"
 import { watchStatus } from "./up/status.js"
 import { UsageError } from "./exitCode.js"
 import { version } from "./version.js"
@@ -50,11 +51,40 @@ const readAgentId = (dir: string): string => {
 
 const bracket = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
+/**
+ * On a terminal with pretty logs, the live table's region owns the bottom of the screen from the
+ * start: every line up prints (start-up lines, log lines, messages) goes above the table through
+ * the region's Console; a resize redraws. Elsewhere, the ordinary Console and change lines.
+ */
+const withRegion = <A, E, R>(interactive: boolean, body: (region: LiveRegion | undefined) => Effect.Effect<A, E, R>) =>
+  !interactive || process.stdout.isTTY !== true
+    ? body(undefined)
+    : Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const region = makeLiveRegion(process.stdout)
+        const onResize = () => region.resize()
+        process.stdout.on("resize", onResize)
+        return { region, onResize }
+      }),
+      ({ region }) => body(region).pipe(Effect.withConsole(regionConsole(region))),
+      ({ onResize, region }) =>
+        Effect.sync(() => {
+          process.stdout.off("resize", onResize)
+          region.close()
+        })
+    )
+
 export const up = (o: UpOptions) => {
   // start-up lines for a person; in json and logfmt they are log lines too, so every line parses
   const say = Logging.say(o.logFormat)
-  return Effect.gen(function*() {
+  return withRegion(o.logFormat === "pretty", (region) => Effect.gen(function*() {
     if (!Number.isInteger(o.push) || o.push < 0) return yield* new UsageError({ message: `--push ${o.push}: must be a number of push agents, 0 or more` })
+    for (const t of o.tamper) {
+      const n = /^\d+$/.test(t.trim()) ? Number(t.trim()) : undefined
+      if (n !== undefined && (n < 1 || n > o.agents + o.push)) {
+        return yield* new UsageError({ message: `--tamper ${t}: no such agent; give its number 1-${o.agents + o.push} (or its uuid)` })
+      }
+    }
     const hosts = upHosts(o.host, o.exposeOnNetwork)
     if (Either.isLeft(hosts)) return yield* new UsageError({ message: hosts.left })
     const { reach, dashboard: dashboardHost, exposed } = hosts.right
@@ -208,12 +238,13 @@ export const up = (o: UpOptions) => {
     const pushReady = o.push > 0 ? ` and ${enrolledPush} of ${o.push} push agents` : ""
     yield* say(`ready: ${enrolled} of ${o.agents} agents enrolled at the verifier${pushReady} in ${((Date.now() - started) / 1000).toFixed(1)} s. Press Ctrl-C to stop.`)
     return yield* watchStatus(
-      { pull: { connections: tenant, agents }, push: pushAgents.length === 0 ? undefined : { connections: tenant, agents: pushAgents } },
-      { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say }
+      { connections: tenant, pull: agents, push: pushAgents },
+      { tamper: o.tamper, started, interactive: o.logFormat === "pretty", say, region }
     )
   }).pipe(
     Effect.scoped,
-    Effect.ensuring(say("attest up: stopped")),
+    Effect.ensuring(say("attest up: stopped"))
+  )).pipe(
     Effect.provide(Tracing.layer({ endpoint: o.otlpEndpoint, serviceName: "attest-up", serviceVersion: version })),
     // the summary lines above are the interface; component logs only for warnings (a revocation
     // notice, a refused admin or activation: each naming its agent_id) and errors

@@ -1,7 +1,10 @@
 /**
  * An existing Keylime installation's configuration as attest's TOML: the INI files of the
  * verifier, registrar, tenant and CA (verifier.conf, registrar.conf, tenant.conf, ca.conf and
- * their .conf.d snippets) and the Rust agent's TOML (keylime-agent.conf). Files are applied in the
+ * their .conf.d snippets) and the Rust agent's TOML (agent.conf, also named keylime-agent.conf;
+ * told apart by its content, not its name). verifier.conf's [revocations] notifier options become
+ * [verifier] options, as attest has them. A Jinja2 template of Keylime's source tree is refused
+ * with what to give instead. Files are applied in the
  * order given, a later value overriding an earlier one, as Keylime applies its snippets. Every
  * option is either carried over (decoded by attest's own option table, so the result loads) or
  * reported with the reason it is not: unknown to attest, not applicable, or a value attest does not
@@ -76,6 +79,15 @@ interface Entry {
  * valid TOML too, but Keylime reads it as INI, and so does the import.)
  */
 const readFile = (f: KeylimeFile): Either.Either<{ format: "INI" | "TOML"; entries: Array<Entry> }, KeylimeImportError> => {
+  const template = jinjaLine(f.text)
+  if (template !== undefined) {
+    return Either.left(new KeylimeImportError({
+      file: f.path,
+      message: `${f.path}:${template} is a Jinja2 template (Keylime's source tree, templates/): attest reads the files Keylime installs from them. ` +
+        `Give the installed file (/etc/keylime/verifier.conf, registrar.conf, tenant.conf, ca.conf, agent.conf), ` +
+        `or render the templates first with Keylime's keylime_upgrade_config, which writes those files`
+    }))
+  }
   const toml = parseToml(f.text)
   if (Either.isRight(toml) && toml.right["agent"] !== undefined) {
     const entries: Array<Entry> = []
@@ -100,6 +112,16 @@ const readFile = (f: KeylimeFile): Either.Either<{ format: "INI" | "TOML"; entri
   }
   return Either.right({ format: "INI", entries })
 }
+
+/** The first line holding Jinja2 syntax (`{{ … }}`, `{% … %}`) outside a comment, when there is one. */
+const jinjaLine = (text: string): number | undefined => {
+  const lines = text.split("\n")
+  const i = lines.findIndex((l) => !/^\s*[#;]/.test(l) && /\{\{.*\}\}|\{%.*%\}/.test(l))
+  return i === -1 ? undefined : i + 1
+}
+
+/** Keylime keeps the revocation notifiers' options in verifier.conf's [revocations]; attest's are [verifier] options. */
+const IN_VERIFIER = new Set(["enabled_revocation_notifications", "webhook_url"])
 
 const isSectionName = (s: string): s is SectionName => (sectionNames as ReadonlyArray<string>).includes(s)
 
@@ -130,7 +152,8 @@ export const importKeylime = (files: ReadonlyArray<KeylimeFile>, options: Import
   const dirFor = (section: string) => ({ keylimeDir: section === "agent" && typeof agentDir === "string" && agentDir !== "" ? agentDir : options.keylimeDir })
 
   const carried = new Map<string, Carried>()
-  for (const e of latest.values()) {
+  for (const read of latest.values()) {
+    const e = read.section === "revocations" && IN_VERIFIER.has(read.option) ? { ...read, section: "verifier", from: "[revocations]" } : read
     const other = otherSections(e.section)
     if (other !== undefined) {
       skip(e, other.kind, other.reason)
@@ -175,7 +198,7 @@ export const importKeylime = (files: ReadonlyArray<KeylimeFile>, options: Import
       source: {
         file: e.file,
         ...(e.line === undefined ? {} : { line: e.line }),
-        ...(target === e.option ? {} : { keylimeOption: e.option }),
+        ...(target === e.option && !("from" in e) ? {} : { keylimeOption: "from" in e ? `${e.from} ${e.option}` : e.option }),
         ...(note === undefined ? {} : { note })
       }
     })

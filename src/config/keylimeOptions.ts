@@ -98,7 +98,15 @@ const AGENT_ID_KINDS = "attest's agent takes a fixed UUID or hash_ek (the SHA-25
 /** Rules by attest section (they win over `anySection`). */
 export const bySection: Readonly<Record<string, Readonly<Record<string, Rule>>>> = {
   verifier: {
-    uuid: (v) => carry("verifier_id", v, "Keylime's uuid")
+    uuid: (v) => carry("verifier_id", v, "Keylime's uuid"),
+    // Keylime's [revocations] list: agent and webhook carried over, zeromq (attest has no ZeroMQ notifier) left out
+    enabled_revocation_notifications: (v, option) => {
+      const names = typeof v === "string" ? (v.match(/[A-Za-z_]+/g) ?? []) : Array.isArray(v) ? v.map(String) : []
+      const kept = names.filter((n) => n !== "zeromq")
+      return kept.length === names.length
+        ? carry(option, kept)
+        : carry(option, kept, "zeromq left out: attest has no ZeroMQ notifier (agent: POST to the agents; webhook: POST to webhook_url)")
+    }
   },
   tenant: {
     tpm_cert_store: (v) => carry("ek_ca_dir", v, "Keylime's tpm_cert_store"),
@@ -163,7 +171,10 @@ export const bySection: Readonly<Record<string, Readonly<Record<string, Rule>>>>
 /** Keylime sections that are not attest sections, with why their options are not carried over. */
 export const otherSections = (section: string): { readonly kind: SkipKind; readonly reason: string } | undefined => {
   if (section === "revocations") {
-    return { kind: "unknown to attest", reason: "attest has no [revocations] section (ZeroMQ and webhook revocation notifiers)" }
+    return {
+      kind: "not applicable",
+      reason: "attest has no ZeroMQ revocation notifier; its notifiers are [verifier] enabled_revocation_notifications (agent, webhook) and webhook_url, carried over"
+    }
   }
   if (["cloud_verifier", "cloud_agent", "general"].includes(section)) {
     return {

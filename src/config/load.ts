@@ -33,7 +33,8 @@ export class ConfigLoadError extends Schema.TaggedError<ConfigLoadError>()("Conf
   problems: Schema.Array(ConfigProblem)
 }) {
   static of(problems: ReadonlyArray<ConfigProblem>): ConfigLoadError {
-    const lines = problems.map((p) => `[${p.section}] ${p.option}: ${p.reason}`)
+    // a file that cannot be read or parsed is named as itself, not as a section
+    const lines = problems.map((p) => (p.section === "(file)" ? `${p.option}: ${p.reason}` : `[${p.section}] ${p.option}: ${p.reason}`))
     return new ConfigLoadError({ message: `invalid configuration:\n  ${lines.join("\n  ")}`, problems })
   }
 }

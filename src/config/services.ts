@@ -45,8 +45,7 @@ export const readSources = (configFile: Option.Option<string>): Effect.Effect<So
     })
     const doc = parseToml(text)
     if (Either.isLeft(doc)) {
-      const at = `line ${doc.left.line}, column ${doc.left.column}`
-      return yield* ConfigLoadError.of([{ section: "(file)", option: path, reason: `${at}: ${doc.left.message}` }])
+      return yield* ConfigLoadError.of([{ section: "(file)", option: path, reason: `line ${doc.left.line}: ${doc.left.message}` }])
     }
     return { env, file: { path, doc: doc.right, text } }
   }).pipe(Effect.withSpan("config.readSources"))

@@ -41,12 +41,69 @@ const convert = (v: unknown): TomlValue => {
 /** The library's message without its code excerpt ("Invalid TOML document: …\n\n2: x = 1 …"). */
 const shortMessage = (m: string): string => (m.split("\n")[0] ?? m).replace(/^Invalid TOML document: /, "")
 
+/**
+ * Where a value opened on an earlier line is still open at `upTo` (an array or inline table never
+ * closed, which the parser reports where it gives up, lines later): the line it opened on and what
+ * it lacks. Strings and comments are skipped.
+ */
+const unclosedOpening = (lines: ReadonlyArray<string>, upTo: number): { readonly line: number; readonly closer: string } | undefined => {
+  const open: Array<{ readonly line: number; readonly closer: string }> = []
+  for (let i = 0; i < Math.min(upTo, lines.length); i++) {
+    const l = lines[i]!
+    // a table header is not a value
+    if (open.length === 0 && /^\s*\[/.test(l)) continue
+    let quote: string | null = null
+    for (let j = 0; j < l.length; j++) {
+      const ch = l[j]!
+      if (quote !== null) {
+        if (ch === "\\" && quote === "\"") j++
+        else if (ch === quote) quote = null
+        continue
+      }
+      if (ch === "#") break
+      if (ch === "\"" || ch === "'") quote = ch
+      else if (ch === "[" || ch === "{") open.push({ line: i + 1, closer: ch === "[" ? "]" : "}" })
+      else if (ch === "]" || ch === "}") open.pop()
+    }
+  }
+  return open[0]
+}
+
+/**
+ * A syntax error as a person fixes it: the line and what is missing there when the line says it
+ * (a table header without its `]`, an option without a value, a string without its closing quote,
+ * an array or inline table never closed, named at the line it opens on), else the parser's words at
+ * its line and column; the line itself is quoted.
+ */
+export const explainTomlError = (text: string, line: number, column: number, parserMessage: string): { readonly line: number; readonly message: string } => {
+  const lines = text.split("\n")
+  const quoted = (n: number) => `: ${(lines[n - 1] ?? "").trim()}`
+  const here = (lines[line - 1] ?? "").replace(/\s+#.*$/, "").trim()
+  if (/^\[[^\]]*$/.test(here)) return { line, message: `the table header is missing its closing ]${quoted(line)}` }
+  const assignment = /^([A-Za-z0-9_.-]+|"[^"]*")\s*=\s*(.*)$/.exec(here)
+  if (assignment !== null && assignment[2] === "") return { line, message: `${assignment[1]} has no value after =${quoted(line)}` }
+  if (assignment !== null && /^"(?:[^"\\]|\\.)*$/.test(assignment[2]!) && !assignment[2]!.startsWith("\"\"\"")) {
+    return { line, message: `the string is missing its closing "${quoted(line)}` }
+  }
+  if (assignment !== null && /^'[^']*$/.test(assignment[2]!) && !assignment[2]!.startsWith("\'\'\'")) {
+    return { line, message: `the string is missing its closing '${quoted(line)}` }
+  }
+  const opening = unclosedOpening(lines, line)
+  if (opening !== undefined && opening.line < line) {
+    return { line: opening.line, message: `the ${opening.closer === "]" ? "array" : "inline table"} that starts here is missing its closing ${opening.closer}${quoted(opening.line)}` }
+  }
+  return { line, message: `column ${column}: ${parserMessage}${quoted(line)}` }
+}
+
 export const parseToml = (text: string): Either.Either<TomlDocument, TomlError> => {
   let parsed: Record<string, unknown>
   try {
     parsed = parse(text, { integersAsBigInt: "asNeeded" })
   } catch (e) {
-    if (e instanceof SmolTomlError) return Either.left(new TomlError({ line: e.line, column: e.column, message: shortMessage(e.message) }))
+    if (e instanceof SmolTomlError) {
+      const explained = explainTomlError(text, e.line, e.column, shortMessage(e.message))
+      return Either.left(new TomlError({ line: explained.line, column: e.column, message: explained.message }))
+    }
     // anything else would be a bug in the library worth seeing
     throw e
   }

@@ -3,20 +3,35 @@
  * 2.0–2.4 shape) read into the dashboard's agent record. Read by hand, field by field with a
  * fallback, rather than Schema-decoded: it runs on every sample over the whole fleet and a field a
  * verifier leaves out should blank one cell, not the page. `runtime_policy_name`, `mb_policy_name`
- * and `pcrs` are read when a verifier reports them (Keylime's status has no such fields).
+ * and `pcrs` are read when a verifier reports them (Keylime's status has no such fields), and
+ * attest's push fields (`attestation_model`, `last_evaluation`, `last_attestation_index`,
+ * `last_failure_reason`, `last_failure_at`) for a push agent.
  */
 import { attestationStatus, stateName } from "../verifier/states.js"
 
 export interface AgentRecord {
   readonly id: string
+  /** push: the agent sends its evidence (API 3.0; attest's `attestation_model`); pull otherwise. */
+  readonly model: "pull" | "push"
   readonly state: number
+  /** A pull agent's operational state name; a push agent's acceptance, e.g. "FAIL (push)" (its operational state means nothing). */
   readonly stateName: string
+  /** The verifier's `attestation_status` as given (PASS, FAIL, TIMEOUT, PENDING), null when not reported. */
+  readonly acceptance: string | null
+  /** Verdict of the latest completed push attestation, null for pull agents and before the first. */
+  readonly lastEvaluation: "pass" | "fail" | null
+  /** Index of the latest completed push attestation. */
+  readonly lastAttestationIndex: number | null
+  /** Reason (policy_violation, broken_evidence_chain) and time (epoch seconds) of the latest failed push attestation. */
+  readonly lastFailureReason: string | null
+  readonly lastFailureAt: number | null
   /**
    * PASS / FAIL / PENDING: the verifier's `attestation_status` (2.5+; a push agent's comes from
    * its attestations, TIMEOUT counted as FAIL), else derived from the state as Keylime's pull mode does.
    */
   readonly status: "PASS" | "FAIL" | "PENDING"
-  readonly ip: string
+  /** null for a push agent: it listens on no port. */
+  readonly ip: string | null
   readonly port: number | null
   readonly attestationCount: number
   /** Epoch seconds, null before the first. */
@@ -64,12 +79,21 @@ const statusOf = (reported: unknown, state: number): AgentRecord["status"] =>
 
 export const agentRecordOf = (id: string, s: Record<string, unknown>): AgentRecord => {
   const state = num(s["operational_state"], -1)
+  const push = s["attestation_model"] === "push"
+  const acceptance = strOrNull(s["attestation_status"])
+  const evaluation = s["last_evaluation"]
   return {
     id,
+    model: push ? "push" : "pull",
     state,
-    stateName: (stateName as Record<number, string>)[state] ?? `state ${state}`,
+    stateName: push ? `${acceptance ?? "unknown"} (push)` : (stateName as Record<number, string>)[state] ?? `state ${state}`,
+    acceptance,
+    lastEvaluation: evaluation === "pass" || evaluation === "fail" ? evaluation : null,
+    lastAttestationIndex: numOrNull(s["last_attestation_index"]),
+    lastFailureReason: strOrNull(s["last_failure_reason"]),
+    lastFailureAt: epochOrNull(s["last_failure_at"]),
     status: statusOf(s["attestation_status"], state),
-    ip: str(s["ip"]),
+    ip: push ? null : str(s["ip"]),
     port: numOrNull(s["port"]),
     attestationCount: num(s["attestation_count"]),
     lastReceivedQuote: epochOrNull(s["last_received_quote"]),
@@ -100,6 +124,17 @@ export const agentsOfBulk = (results: unknown): Map<string, AgentRecord> => {
     if (typeof s === "object" && s !== null) out.set(id, agentRecordOf(id, s as Record<string, unknown>))
   }
   return out
+}
+
+/**
+ * The verdict of the agent's latest quote (pull: failed when it is newer than the last success,
+ * or judged invalid) or completed attestation (push); pending before the first.
+ */
+export const verdictOfRecord = (a: AgentRecord): "pass" | "fail" | "pending" => {
+  if (a.model === "push") return a.lastEvaluation ?? "pending"
+  if (a.state === 9) return "fail"
+  if (a.lastReceivedQuote === null) return "pending"
+  return a.lastReceivedQuote > (a.lastSuccess ?? 0) ? "fail" : "pass"
 }
 
 /** Snake-case state key, as the metrics' `state` label spells it ("Get Quote (retry)" → get_quote_retry). */

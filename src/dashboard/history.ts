@@ -1,9 +1,10 @@
 /**
  * What the dashboard remembers between samples, in memory only: a bounded series of fleet samples
  * (for the chart and attestations per second) and a bounded timeline per agent, derived by
- * comparing each verifier sample with the previous one (the verifier keeps no history it could
- * serve): an agent appears or goes, its attestation count grows, its state changes, or its
- * `last_event_id` (the failure type) changes. Pure functions over plain data; the sampler owns the
+ * comparing each verifier sample with the previous one (the verifier's v2 API serves no history):
+ * an agent appears or goes, its attestation count grows, its state changes, or its `last_event_id`
+ * (the failure type) changes; for a push agent, its attestations passed and failed since the last
+ * sample (pushEvents) and its acceptance. Pure functions over plain data; the sampler owns the
  * one mutable instance.
  */
 import type { AgentRecord } from "./agents.js"
@@ -18,7 +19,7 @@ export interface TimelineEvent {
   /** For failures: the failure type (`last_event_id`) and severity. */
   readonly type?: string
   readonly severity?: number | null
-  /** For attestations: how many since the previous sample. */
+  /** For attestations (passed, or for a push agent failed): how many since the previous sample. */
   readonly count?: number
 }
 
@@ -55,16 +56,49 @@ const push = <A>(list: Array<A>, item: A, max: number) => {
 // FAILED and INVALID_QUOTE; TENANT_FAILED (10) is an admin's stop, not an attestation failure
 const isFailedState = (a: AgentRecord) => a.state === 7 || a.state === 9
 
+const failureMessage = (a: AgentRecord) =>
+  `${a.lastFailureReason === null ? "" : `${a.lastFailureReason}: `}${a.lastEventId ?? "failed"}${a.lastEventMessage === null ? "" : `: ${a.lastEventMessage}`}`
+
+/**
+ * A push agent's attestations between two samples: the count grows by the passes, the index of
+ * its latest completed attestation by all of them, and a new latest failure (its time changed)
+ * is one of them; so each sample adds the passes and the failures with the latest one's reason,
+ * type and message. A push agent's state is its acceptance; a change of it is a state event.
+ */
+const pushEvents = (before: AgentRecord, after: AgentRecord, t: number): Array<TimelineEvent> => {
+  const out: Array<TimelineEvent> = []
+  if (after.acceptance !== before.acceptance) out.push({ t, kind: "state", message: `${before.acceptance ?? "?"} → ${after.acceptance ?? "?"}` })
+  const passed = Math.max(0, after.attestationCount - before.attestationCount)
+  const completed = after.lastAttestationIndex === null ? passed : Math.max(passed, after.lastAttestationIndex - (before.lastAttestationIndex ?? -1))
+  const newFailure = after.lastFailureAt !== null && after.lastFailureAt !== before.lastFailureAt
+  const failed = newFailure ? Math.max(1, completed - passed) : 0
+  if (passed > 0) out.push({ t, kind: "attested", count: passed, message: `${passed} attestation${passed === 1 ? "" : "s"} passed` })
+  if (failed > 0) {
+    out.push({
+      t,
+      kind: "failure",
+      type: after.lastEventId ?? after.lastFailureReason ?? "failed",
+      severity: null,
+      count: failed,
+      message: `${failed === 1 ? "attestation" : `${failed} attestations`} failed${failed === 1 ? "" : " (the latest shown)"}: ${failureMessage(after)}`
+    })
+  }
+  return out
+}
+
 /** The events one agent's change between two samples makes (pure). */
 export const agentEvents = (before: AgentRecord | undefined, after: AgentRecord, t: number): Array<TimelineEvent> => {
   const out: Array<TimelineEvent> = []
   if (before === undefined) {
-    out.push({ t, kind: "added", message: `seen in state ${after.stateName}` })
+    const verdict = after.model === "push" && after.lastEvaluation !== null ? `, ${after.attestationCount} passed, latest ${after.lastEvaluation}` : ""
+    out.push({ t, kind: "added", message: `seen in state ${after.stateName}${verdict}` })
     if (after.lastEventId !== null) {
-      out.push({ t, kind: "failure", type: after.lastEventId, severity: after.severityLevel, message: `failure ${after.lastEventId} (already recorded)` })
+      const what = after.model === "push" ? failureMessage(after) : after.lastEventId
+      out.push({ t, kind: "failure", type: after.lastEventId, severity: after.severityLevel, message: `failure ${what} (already recorded)` })
     }
     return out
   }
+  if (after.model === "push") return pushEvents(before, after, t)
   // in the order they are shown oldest first: the state change, then what it came with
   if (after.state !== before.state) out.push({ t, kind: "state", message: `${before.stateName} → ${after.stateName}` })
   const attested = after.attestationCount - before.attestationCount

@@ -4,7 +4,7 @@
  * `overviewView` against fetching and parsing the same bulk JSON.
  */
 import type { AgentRecord } from "./agents.js"
-import { stateKey } from "./agents.js"
+import { stateKey, verdictOfRecord } from "./agents.js"
 import type { History, TimelineEvent } from "./history.js"
 import type { RegistrarEntry } from "./registrarRecords.js"
 
@@ -55,9 +55,12 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
     const reg = registrar?.get(a.id)
     rows.push({
       id: a.id,
+      model: a.model,
       state: a.state,
       stateName: a.stateName,
       status: a.status,
+      acceptance: a.acceptance,
+      verdict: verdictOfRecord(a),
       ip: a.ip,
       port: a.port,
       attestationCount: a.attestationCount,
@@ -66,6 +69,7 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
       freshness: fresh,
       lastEventId: a.lastEventId,
       lastEventMessage: a.lastEventMessage,
+      lastFailureReason: a.lastFailureReason,
       registered: registrar === null ? null : reg !== undefined,
       active: reg?.active ?? null
     })
@@ -104,7 +108,7 @@ export const agentView = (s: Snapshot, h: History, id: string, now: number) => {
     services: services(s),
     id,
     onVerifier: a !== undefined,
-    verifier: a === undefined ? null : { ...a, ageSeconds: a.lastSuccess === null ? null : Math.max(0, Math.floor(now / 1000) - a.lastSuccess) },
+    verifier: a === undefined ? null : { ...a, verdict: verdictOfRecord(a), ageSeconds: a.lastSuccess === null ? null : Math.max(0, Math.floor(now / 1000) - a.lastSuccess) },
     registrar: reg,
     policies: a === undefined ? null : {
       runtime: policyOf(a.runtimePolicyName, a.hasRuntimePolicy, s.runtimePolicies, id),

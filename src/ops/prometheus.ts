@@ -130,9 +130,13 @@ export const onScrape = (hook: (nowMillis: number) => void): void => {
   scrapeHooks.push(hook)
 }
 
+/** The exposition of the Effect metrics of this process that `keep` keeps (all by default), as of now. */
+export const scrapePrometheusWhere = (keep: (pair: MetricPair.MetricPair.Untyped) => boolean = () => true): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    for (const hook of scrapeHooks) hook(now)
+    return renderPrometheus((yield* Metric.snapshot).filter(keep))
+  })
+
 /** The exposition of every Effect metric of this process, as of now. */
-export const scrapePrometheus: Effect.Effect<string> = Effect.gen(function*() {
-  const now = yield* Clock.currentTimeMillis
-  for (const hook of scrapeHooks) hook(now)
-  return renderPrometheus(yield* Metric.snapshot)
-})
+export const scrapePrometheus: Effect.Effect<string> = scrapePrometheusWhere()

@@ -61,7 +61,15 @@ interface Reply {
 
 /** A step that did not succeed: how long to wait before the next, and whether the token must go. */
 class StepFailed {
-  constructor(readonly status: number, readonly detail: string, readonly retryAfterMs: number | undefined, readonly dropToken: boolean, readonly transient: boolean) {}
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly retryAfterMs: number | undefined,
+    readonly dropToken: boolean,
+    readonly transient: boolean,
+    /** The verifier refused a session: the agent is not enrolled there (yet), or its challenge expired. */
+    readonly notEnrolled = false
+  ) {}
 }
 
 const defaultAk: AkOptions = { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" }
@@ -146,7 +154,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       const token = proved.json?.data?.attributes?.token
       // Keylime answers 200 with evaluation "fail" when the agent is not enrolled (or the challenge expired)
       if (proved.status === 200 && proved.json?.data?.attributes?.evaluation === "fail") {
-        return yield* Effect.fail(new StepFailed(200, `PoP session refused (evaluation fail: not enrolled at the verifier, or the challenge expired)`, undefined, false, false))
+        return yield* Effect.fail(new StepFailed(200, `PoP session refused (evaluation fail: not enrolled at the verifier, or the challenge expired)`, undefined, false, false, true))
       }
       if (proved.status !== 200 || typeof token !== "string") return yield* refused(`PATCH /sessions/${sessionId}`, proved)
       yield* Ref.update(counters, (c) => ({ ...c, sessions: c.sessions + 1 }))
@@ -179,10 +187,14 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
     })
 
     const failures = yield* Ref.make(0)
+    // before its enrolment (a push agent is started, then enrolled with the tenant) the verifier
+    // refuses its sessions: said once as waiting, and once more when it is enrolled
+    const waitingForEnrolment = yield* Ref.make(false)
     const loop = Effect.gen(function*() {
       const outcome = yield* Effect.either(cycle)
       if (outcome._tag === "Right") {
         yield* Ref.set(failures, 0)
+        if (yield* Ref.getAndSet(waitingForEnrolment, false)) yield* Effect.logInfo(`enrolled at the verifier ${base}: attesting`)
         yield* Effect.sleep(Duration.seconds(outcome.right))
         return
       }
@@ -199,7 +211,14 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       const n = yield* Ref.updateAndGet(failures, (k) => k + 1)
       const random = yield* Random.next
       const wait = e.retryAfterMs ?? (e.transient ? backoffDelayMs(o.backoff, n, random) : o.attestationIntervalSeconds * 1000)
-      yield* Effect.logWarning(`attestation failed (${e.detail}); retrying in ${wait} ms`)
+      if (e.notEnrolled && (yield* Ref.get(counters)).accepted === 0) {
+        // never attested: the verifier does not hold it yet
+        if (!(yield* Ref.getAndSet(waitingForEnrolment, true))) {
+          yield* Effect.logInfo(`waiting for enrolment at the verifier ${base} (it refuses a session to an agent it does not hold); asking again every ${wait / 1000} s`)
+        }
+      } else {
+        yield* Effect.logWarning(`attestation failed (${e.detail}); retrying in ${wait} ms`)
+      }
       yield* Effect.sleep(Duration.millis(wait))
     })
     yield* (o.cycles === undefined ? Effect.forever(loop) : Effect.repeatN(loop, o.cycles - 1))

@@ -59,6 +59,6 @@ export const RegistrarFromConfig = (c: RegistrarOptions) =>
   Layer.unwrapEffect(Effect.map(registrarOptionsFromSection(c), RegistrarServerLive)).pipe(
     Layer.provide(ServerTlsWithAdmins("registrar", c)),
     Layer.provide(DbLive(c, "registrar")),
-    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics")),
+    Layer.merge(MetricsServer.fromSection(c, "registrar-metrics", "registrar")),
     Layer.provide(listenerTimeoutsLayer(c))
   )

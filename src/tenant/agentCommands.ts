@@ -9,10 +9,10 @@ import { UsageError } from "../cli/exitCode.js"
 import { isOperationalState, stateName } from "../verifier/states.js"
 import type { Connections } from "./connect.js"
 import { type RegistrarEntry, registrarEntries } from "./registrarCommands.js"
+import { acceptanceOf, failureText, isPushStatus, stateLabel, stateText, verdictOf } from "./agentStatus.js"
 import { age, fields, table } from "./render.js"
 import type { Output } from "./run.js"
 
-export const stateLabel = (n: number): string => `${isOperationalState(n) ? stateName[n] : "unknown"} (${n})`
 
 const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => ms / 1000)
 
@@ -22,30 +22,37 @@ export const verifierStatus = (c: Connections, agentId: string) =>
     return yield* c.call("verifier", v.url, `status of agent ${agentId}`, v.api.agents.show({ path: { agent_id: agentId } }))
   })
 
-const lastFailure = (s: AnyAgentStatus): string =>
-  s.last_event_id === null || s.last_event_id === ""
-    ? "none"
-    : `${s.last_event_id}${s.severity_level === null ? "" : ` (severity ${s.severity_level})`}${"last_event_message" in s && s.last_event_message ? `: ${s.last_event_message}` : ""}`
+const lastFailure = (s: AnyAgentStatus): string => failureText(s, { severity: true }) ?? "none"
 
-export const statusText = (agentId: string, s: AnyAgentStatus, now: number): string =>
-  fields([
+/**
+ * One agent's status for a person. A push agent shows its model, its acceptance as its state, the
+ * verdict and number of its latest attestation and when its last failure was, and no address (it
+ * listens on none); a pull agent its operational state, the verdict of its latest quote and address.
+ */
+export const statusText = (agentId: string, s: AnyAgentStatus, now: number): string => {
+  const push = isPushStatus(s)
+  const verdict = verdictOf(s)
+  return fields([
     ["agent", agentId],
-    ["state", stateLabel(s.operational_state)],
-    ...("attestation_status" in s ? [["attestation", s.attestation_status] as const] : []),
+    ["model", push ? "push (sends its evidence, API 3.0)" : "pull (the verifier asks it for quotes)"],
+    ["state", push ? acceptanceOf(s) : stateLabel(s.operational_state)],
+    ...(!push && "attestation_status" in s ? [["attestation", s.attestation_status] as const] : []),
+    ["latest verdict", push && s.last_attestation_index != null ? `${verdict} (attestation ${s.last_attestation_index})` : verdict],
     ["attestations", String(s.attestation_count)],
     ["last success", age(now, s.last_successful_attestation)],
-    ["last quote", age(now, s.last_received_quote)],
-    ["last failure", lastFailure(s)],
-    ["address", `${s.ip}:${s.port}`],
+    [push ? "last attestation" : "last quote", age(now, s.last_received_quote)],
+    ["last failure", push && s.last_failure_at ? `${lastFailure(s)} (${age(now, s.last_failure_at)})` : lastFailure(s)],
+    ...(push ? [] : [["address", `${s.ip}:${s.port}`] as const]),
     ["algorithms", s.hash_alg === "" ? "(none yet)" : `${s.hash_alg}, ${s.enc_alg}, ${s.sign_alg}`],
     ["verifier", `${s.verifier_id} (${s.verifier_ip}:${s.verifier_port})`]
   ])
+}
 
 export const status = (c: Connections, out: Output, agentId: string) =>
   Effect.gen(function*() {
     const s = yield* verifierStatus(c, agentId)
     const now = yield* nowSeconds
-    yield* out.show({ agent_id: agentId, state_name: isOperationalState(s.operational_state) ? stateName[s.operational_state] : "unknown", ...s }, () => statusText(agentId, s, now))
+    yield* out.show({ agent_id: agentId, state_name: isPushStatus(s) ? acceptanceOf(s) : isOperationalState(s.operational_state) ? stateName[s.operational_state] : "unknown", ...s }, () => statusText(agentId, s, now))
   })
 
 /** Every agent's status at the verifier (`?bulk=true`), in the verifier's order. */
@@ -70,19 +77,33 @@ export const bulkinfo = (c: Connections, out: Output) =>
       entries.length === 0 ? "no agents at the verifier" : entries.map(([id, s]) => statusText(id, s, now)).join("\n\n"))
   })
 
-/** `--state` as a number or a state name (case and spaces ignored: "get quote", "GET_QUOTE", "3"). */
-export const parseStateFilter = (text: string): Effect.Effect<number, UsageError> => {
-  if (/^\d+$/.test(text) && isOperationalState(Number(text))) return Effect.succeed(Number(text))
+/** What `--state` selects: a pull agent's operational state, or an acceptance (push agents' state; any agent's attestation_status). */
+export type StateFilter = { readonly state: number } | { readonly acceptance: "PASS" | "FAIL" | "TIMEOUT" | "PENDING" }
+
+const ACCEPTANCES = ["PASS", "FAIL", "TIMEOUT", "PENDING"] as const
+
+/** `--state` as a number, a state name (case and spaces ignored: "get quote", "GET_QUOTE", "3") or an acceptance (pass, fail, timeout, pending). */
+export const parseStateFilter = (text: string): Effect.Effect<StateFilter, UsageError> => {
+  if (/^\d+$/.test(text) && isOperationalState(Number(text))) return Effect.succeed({ state: Number(text) })
   const norm = (s: string) => s.toLowerCase().replace(/[^a-z]/g, "")
   for (let n = 0; n <= 10; n++) {
     const name = stateName[n as keyof typeof stateName]
-    if (norm(name) === norm(text) || norm(name.replace("(retry)", "retry")) === norm(text)) return Effect.succeed(n)
+    if (norm(name) === norm(text) || norm(name.replace("(retry)", "retry")) === norm(text)) return Effect.succeed({ state: n })
   }
+  const acceptance = ACCEPTANCES.find((a) => norm(a) === norm(text))
+  if (acceptance !== undefined) return Effect.succeed({ acceptance })
   const names = Object.entries(stateName).map(([n, s]) => `${n} ${s}`).join(", ")
-  return Effect.fail(new UsageError({ message: `--state ${text}: not a state; one of ${names}` }))
+  return Effect.fail(new UsageError({ message: `--state ${text}: not a state; one of ${names}, or an attestation status ${ACCEPTANCES.join(", ")}` }))
 }
 
-export const list = (c: Connections, out: Output, state: number | undefined) =>
+const matches = (filter: StateFilter | undefined, s: AnyAgentStatus | undefined) =>
+  filter === undefined || (s !== undefined && ("state" in filter
+    ? !isPushStatus(s) && s.operational_state === filter.state
+    : "attestation_status" in s && s.attestation_status === filter.acceptance))
+
+const filterText = (filter: StateFilter) => ("state" in filter ? `state ${stateLabel(filter.state)}` : `attestation status ${filter.acceptance}`)
+
+export const list = (c: Connections, out: Output, state: StateFilter | undefined) =>
   Effect.gen(function*() {
     const [atVerifier, atRegistrar] = yield* Effect.all([verifierBulk(c), registrarEntries(c)], { concurrency: 2 })
     const now = yield* nowSeconds
@@ -91,20 +112,31 @@ export const list = (c: Connections, out: Output, state: number | undefined) =>
     const verifier = new Map(atVerifier)
     const rows = ids
       .map((id) => ({ id, v: verifier.get(id), r: registrar.get(id) }))
-      .filter((row) => state === undefined || row.v?.operational_state === state)
+      .filter((row) => matches(state, row.v))
     const json = rows.map(({ id, r, v }) => ({
       agent_id: id,
-      verifier: v === undefined ? null : { operational_state: v.operational_state, state: stateLabel(v.operational_state), attestation_count: v.attestation_count, last_successful_attestation: v.last_successful_attestation, last_event_id: v.last_event_id },
+      verifier: v === undefined ? null : {
+        attestation_model: isPushStatus(v) ? "push" : "pull",
+        operational_state: v.operational_state,
+        state: stateText(v),
+        ...("attestation_status" in v ? { attestation_status: v.attestation_status } : {}),
+        verdict: verdictOf(v),
+        attestation_count: v.attestation_count,
+        last_successful_attestation: v.last_successful_attestation,
+        last_event_id: v.last_event_id,
+        last_failure: failureText(v)
+      },
       registrar: r === undefined ? null : { active: r.active }
     }))
     yield* out.show(json, () =>
       rows.length === 0
-        ? state === undefined ? "no agents at the verifier or the registrar" : `no agents in state ${stateLabel(state)}`
+        ? state === undefined ? "no agents at the verifier or the registrar" : `no agents in ${filterText(state)}`
         : table(
-          ["agent", "verifier state", "attestations", "last success", "last failure", "registrar"],
+          ["agent", "verifier state", "verdict", "attestations", "last success", "last failure", "registrar"],
           rows.map(({ id, r, v }) => [
             id,
-            v === undefined ? "-" : stateLabel(v.operational_state),
+            v === undefined ? "-" : stateText(v),
+            v === undefined ? "-" : verdictOf(v),
             v === undefined ? "-" : String(v.attestation_count),
             v === undefined ? "-" : age(now, v.last_successful_attestation),
             v === undefined ? "-" : lastFailure(v),

@@ -46,8 +46,21 @@ export const includedFiles = (paths: ReadonlyArray<string>) =>
 /** RFC 4514 text of a certificate's subject (last RDN first, as Python's `rfc4514_string`). */
 const rfc4514 = (x: X509Certificate): string => (x.subject ?? "").split("\n").filter((l) => l.length > 0).reverse().join(",")
 
+/**
+ * Keylime's CA directory keeps its CA key in private.yml, encrypted with the CA password (its
+ * ca_util); attest reads a PEM key beside cacert.crt. What to pass instead, exactly.
+ */
+export const keylimeCaAdvice = (caDir: string) =>
+  `--cert ${caDir}: a Keylime CA directory: its CA key is in private.yml, encrypted with the CA password, which attest does not read. ` +
+  `Write the key beside cacert.crt as ${CA_FILES.caKey} (PEM, not encrypted), in that directory: ` +
+  `python3 -c "from keylime import ca_util; import getpass; ca_util.setpassword(getpass.getpass()); open('${CA_FILES.caKey}', 'wb').write(ca_util.read_private()[0]['ca'])" ` +
+  `(then chmod 600 ${CA_FILES.caKey}), and give --cert ${caDir} again; or give attest's own CA directory (attest ca init --dir <dir>)`
+
 export const makeCertPackage = (o: { readonly caDir: string; readonly agentId: string; readonly include: ReadonlyArray<string> }) =>
   Effect.gen(function*() {
+    if ((yield* exists(path.join(o.caDir, "private.yml"))) && !(yield* exists(path.join(o.caDir, CA_FILES.caKey)))) {
+      return yield* new TenantError({ message: keylimeCaAdvice(o.caDir) })
+    }
     const caErr = (e: { readonly message: string }) => fail(`${o.caDir}: ${e.message}`)
     const ca = yield* loadCa(o.caDir).pipe(Effect.mapError(caErr))
     if (!(yield* exists(path.join(o.caDir, certFile(o.agentId))))) {

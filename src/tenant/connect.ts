@@ -2,11 +2,12 @@
  * The tenant's connections: one mTLS HttpClient for the verifier and registrar (the admin client
  * certificate, trusting `trusted_server_ca`) and one per agent (the same certificate, trusting
  * exactly the agent's registered `mtls_cert`). Each server's API version is negotiated once, on
- * first use, from its `GET /version` (spec §9.3), and typed `HttpApiClient`s are made from the
- * servers' own `Api.ts` at `<url>/v<version>`.
+ * first use, from its `GET /version` (spec §9.3; a verifier in push mode that answers 410 Gone, as
+ * Keylime's does, is spoken to in the tenant's current version, as Keylime's tenant does), and
+ * typed `HttpApiClient`s are made from the servers' own `Api.ts` at `<url>/v<version>`.
  */
 import { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup, type HttpClient } from "@effect/platform"
-import { Duration, Effect, Schema, type Scope } from "effect"
+import { Duration, Effect, Option, Schema, type Scope } from "effect"
 import { AgentApi } from "../agent/Api.js"
 import { makeHttpsClient } from "../http/client.js"
 import { RegistrarApi } from "../registrar/Api.js"
@@ -16,7 +17,7 @@ import { VersionInfo } from "../../schemas/Registrar.js"
 import { TenantError } from "./errors.js"
 import { remote, type Service } from "./remote.js"
 import type { TenantSettings } from "./settings.js"
-import { negotiate, offered, TENANT_VERSIONS } from "./versions.js"
+import { negotiate, offered, TENANT_CURRENT_VERSION, TENANT_VERSIONS } from "./versions.js"
 
 /** `GET /version` of the verifier and registrar (unversioned, public). */
 class ServerVersionApi extends HttpApi.make("server-version")
@@ -99,7 +100,13 @@ export const connect = (settings: TenantSettings) =>
     const serverVersion = (service: "registrar" | "verifier", url: string) =>
       Effect.gen(function*() {
         const root = yield* HttpApiClient.makeWith(ServerVersionApi, { httpClient: serverClient, baseUrl: url })
-        const info = yield* call(service, url, `GET ${url}/version`, root.version.get())
+        const answer = yield* call(service, url, `GET ${url}/version`, root.version.get()).pipe(
+          Effect.map(Option.some),
+          // a Keylime verifier in push mode answers 410 Gone: its tenant then speaks its own current version
+          Effect.catchIf((e) => e.status === 410, () => Effect.succeed(Option.none()))
+        )
+        if (Option.isNone(answer)) return { url, version: TENANT_CURRENT_VERSION, offered: [TENANT_CURRENT_VERSION] } satisfies Negotiated
+        const info = answer.value
         const theirs = offered({ supported_versions: info.supported_versions, current: info.current_version })
         const version = negotiate(TENANT_VERSIONS, theirs)
         if (version === undefined) return yield* noCommon(service, url, theirs)

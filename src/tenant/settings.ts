@@ -4,7 +4,10 @@
  * the client TLS material it names (`tls_dir = default`: the CA directory's client-cert.crt,
  * client-private.pem and cacert.crt, spec §5.5).
  */
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect, Option } from "effect"
+import { CA_FILES } from "../pki/ca.js"
 import { ConfigSources, resolveFromSources } from "../config/services.js"
 import { sectionDefaults } from "../config/load.js"
 import { type TenantOptions, tenantSection } from "../config/sections.js"
@@ -40,6 +43,21 @@ export const normalizeUrl = (flag: string, what: string): Effect.Effect<string, 
   }
 }
 
+/** Where `attest up` keeps its CA, relative to the directory it ran in. */
+const UP_CA_DIR = path.join(".attest", "cv_ca")
+
+/**
+ * When the CA directory in use holds no CA but `attest up`'s does (./.attest/cv_ca), what to set:
+ * the tenant's default is a server's directory, while a first run made the admin certificate there.
+ */
+export const elsewhere = (options: Pick<TenantOptions, "ca_dir" | "tls_dir">, cwd = process.cwd()): string | undefined => {
+  const up = path.resolve(cwd, UP_CA_DIR)
+  const inUse = path.resolve(cwd, options.tls_dir === "default" || options.tls_dir === "generate" || options.tls_dir === "" ? options.ca_dir : options.tls_dir)
+  if (inUse === up || fs.existsSync(path.join(inUse, CA_FILES.caCert)) || !fs.existsSync(path.join(up, CA_FILES.caCert))) return undefined
+  return `${inUse} holds no ${CA_FILES.caCert}; attest up made a CA with an admin certificate in ${up}: ` +
+    `set ATTEST_TENANT_CA_DIR=${UP_CA_DIR} (or ca_dir in [tenant] of --config)`
+}
+
 /** Settings from the already read config sources (tests give them directly). */
 export const settingsFrom = (options: TenantOptions, flags: Pick<TenantFlags, "verifier" | "registrar">) =>
   Effect.gen(function*() {
@@ -55,7 +73,7 @@ export const settingsFrom = (options: TenantOptions, flags: Pick<TenantFlags, "v
       clientCert: options.client_cert,
       trustedServerCa: options.trusted_server_ca,
       caDir: options.ca_dir
-    }).pipe(Effect.mapError((e) => new TenantError({ message: `tenant TLS (tls_dir ${options.tls_dir}): ${e.message}` })))
+    }).pipe(Effect.mapError((e) => new TenantError({ message: `tenant TLS (tls_dir ${options.tls_dir}): ${elsewhere(options) ?? e.message}` })))
     return {
       verifierUrl,
       registrarUrl,

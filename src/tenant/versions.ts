@@ -7,6 +7,9 @@ import { compareVersions, parseVersion, V2_VERSIONS } from "../http/versions.js"
 /** The versions this tenant speaks, oldest first (the same 2.x set attest's servers serve). */
 export const TENANT_VERSIONS: ReadonlyArray<string> = V2_VERSIONS.supported
 
+/** The version spoken to a server that does not say (a Keylime verifier in push mode answers /version with 410). */
+export const TENANT_CURRENT_VERSION: string = V2_VERSIONS.current
+
 /**
  * Highest version in both lists (versions compared as numbers, so "2.10" > "2.9"); undefined when
  * they share none.

@@ -30,6 +30,7 @@ import { PollerControl } from "./PollerControl.js"
 import { withPushStatus } from "./push/render.js"
 import { PushRepo } from "./push/repo.js"
 import { SessionEnds } from "./push/SessionEnds.js"
+import { type PushStatusFacts, readPushStatusFacts } from "./push/statusFacts.js"
 import { EMPTY_MB_POLICY, prepareMbPolicy } from "./policy/mbUpload.js"
 import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolicy } from "./policy/runtimeUpload.js"
 import { pythonExpectingValueAt } from "./pythonJsonErrors.js"
@@ -165,9 +166,11 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const view = yield* agents.findView(agentId)
       if (Option.isNone(view)) return yield* new AgentNotFound({ agentId })
       const status = renderAgentStatus(view.value, version, settings)
-      // an agent that pushes shows its push status (TIMEOUT after a missed deadline)
+      // an agent that pushes shows its push status (TIMEOUT after a missed deadline) and what its attestations said
       const push = yield* pushes.findPushAgent(agentId)
-      return Option.isSome(push) ? withPushStatus(status, push.value) : status
+      if (Option.isNone(push)) return status
+      const facts = yield* readPushStatusFacts(sql, agentId)
+      return withPushStatus(status, push.value, facts.get(agentId))
     })
 
     /** GET /agents/ (`?verifier=` filters): ids as Keylime nests them. */
@@ -182,11 +185,12 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const views = yield* agents.listViews(verifierId)
       // push agents show their push status, as GET of one agent does
       const pushed = new Map((yield* pushes.listPushAgents).map((p) => [p.agent_id, p] as const))
+      const facts = pushed.size === 0 ? new Map<string, PushStatusFacts>() : yield* readPushStatusFacts(sql)
       const result: Record<string, AnyAgentStatus> = {}
       for (const view of views) {
         const status = renderAgentStatus(view, version, settings)
         const push = pushed.get(view.agent_id)
-        result[view.agent_id] = push === undefined ? status : withPushStatus(status, push)
+        result[view.agent_id] = push === undefined ? status : withPushStatus(status, push, facts.get(view.agent_id))
       }
       return result as VerifierAgentBulk
     })

@@ -62,7 +62,7 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.provide(EarIssuer.fromSection(c)),
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
-    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics")),
+    Layer.merge(MetricsServer.fromSection(c, "verifier-metrics", "verifier")),
     Layer.provide(listenerTimeoutsLayer(c))
   )
 }

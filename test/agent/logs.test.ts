@@ -44,7 +44,7 @@ it.live("annotates every log line of an agent with its id, at start and while se
       }))
     }
     for (const id of ["logs-agent-1", "logs-agent-2"]) {
-      const notice = lines.filter((l) => l.message.startsWith("revocation notification") && l.agentId === id)
+      const notice = lines.filter((l) => l.message.startsWith("received a revocation notice") && l.agentId === id)
       expect(notice, id).toHaveLength(1)
       expect(lines.some((l) => l.message.startsWith("agent starting") && l.agentId === id), id).toBe(true)
     }

@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { commandTree } from "../../src/cli/commandTree.js"
+import { rootCommand } from "../../src/cli/Root.js"
 
 const root = resolve(__dirname, "../..")
 const bundle = join(root, "dist/cli/attest.js")
@@ -31,6 +33,28 @@ interface Meta {
   }>
 }
 
+/**
+ * The source files of the bundle's start-up: what the entry imports statically and, with
+ * `commandTree`, what it loads to run a command (main.ts, Root's awaited declarations), but no
+ * `.run` module.
+ */
+const startupInputs = (o: { readonly commandTree: boolean }): ReadonlyArray<string> => {
+  const meta = JSON.parse(readFileSync(join(root, "dist/cli/meta.json"), "utf8")) as Meta
+  const entry = Object.keys(meta.outputs).find((k) => k.endsWith("dist/cli/attest.js"))!
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const i of meta.outputs[file]!.imports) {
+      if (i.external) continue
+      if (i.kind === "import-statement") visit(i.path)
+      else if (o.commandTree && i.kind === "dynamic-import" && !(meta.outputs[i.path]!.entryPoint ?? "").endsWith(".run.ts")) visit(i.path)
+    }
+  }
+  visit(entry)
+  return [...seen].flatMap((f) => Object.keys(meta.outputs[f]!.inputs))
+}
+
 describe("attest bundle", () => {
   beforeAll(async () => {
     const r = await node("scripts/build-if-needed.mjs")
@@ -49,22 +73,18 @@ describe("attest bundle", () => {
     for (const c of ["create runtime", "create measured-boot", "sign", "verify", "check", "check-boot"]) expect(r.out).toContain(c)
   })
 
+  it("answers --version and --help from the prebuilt command tree without loading Effect; the tree is the one the sources declare", async () => {
+    // what the entry imports statically: bin.ts and fast.ts, nothing from node_modules
+    expect(startupInputs({ commandTree: false }).filter((f) => f.includes("node_modules/"))).toEqual([])
+    const built = JSON.parse(readFileSync(join(root, "dist/cli/commands.json"), "utf8")) as unknown
+    expect(built).toEqual(JSON.parse(JSON.stringify(commandTree(rootCommand))))
+    const typo = await node(bundle, "tenant", "lst")
+    expect([typo.code, typo.err.split(";")[0]]).toEqual([2, "attest tenant: unknown command 'lst' (did you mean list?)"])
+  })
+
   it("loads no subcommand implementation and none of its heavy packages at start-up", () => {
-    const meta = JSON.parse(readFileSync(join(root, "dist/cli/meta.json"), "utf8")) as Meta
-    const entry = Object.keys(meta.outputs).find((k) => k.endsWith("dist/cli/attest.js"))!
-    // everything the entry imports statically, and the command declarations Root awaits
-    const startup = new Set<string>()
-    const visit = (file: string) => {
-      if (startup.has(file)) return
-      startup.add(file)
-      for (const i of meta.outputs[file]!.imports) {
-        if (i.external) continue
-        if (i.kind === "import-statement") visit(i.path)
-        else if (i.kind === "dynamic-import" && !(meta.outputs[i.path]!.entryPoint ?? "").endsWith(".run.ts")) visit(i.path)
-      }
-    }
-    visit(entry)
-    const inputs = [...startup].flatMap((f) => Object.keys(meta.outputs[f]!.inputs))
+    // everything the entry imports statically, main.ts and the command declarations Root awaits
+    const inputs = startupInputs({ commandTree: true })
     expect(inputs.filter((f) => f.endsWith(".run.ts"))).toEqual([])
     for (const heavy of ["node_modules/pkijs/", "node_modules/undici/", "node_modules/@effect/sql", "src/tpm/Tpm.ts", "src/registrar/"]) {
       expect(inputs.filter((f) => f.includes(heavy))).toEqual([])

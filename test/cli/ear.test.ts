@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { generateEarKey, jwksDocument, signEar } from "../../src/ear/index.js"
-import { spawnAttest } from "../support/spawnAttest.js"
+import { spawnAttest, spawnAttestWith } from "../support/spawnAttest.js"
 
 const dir = mkdtempSync(join(tmpdir(), "attest-ear-cli-"))
 const key = generateEarKey()
@@ -34,6 +34,11 @@ describe("attest ear verify", () => {
     ])
     expect(r.out).toContain("  executables: 2\n")
     expect(r.code).toBe(0)
+  }, 60_000)
+
+  it("reads the token from standard input with -, the options after it (the README's form)", async () => {
+    const r = await spawnAttestWith({ input: `${affirming}\n` }, "ear", "verify", "-", "--jwks", jwks)
+    expect([r.code, r.out.split("\n")[0], r.err]).toEqual([0, `status: affirming (signature verified with key ${key.kid})`, ""])
   }, 60_000)
 
   it("exits 1 for a contraindicated token (checked with the PEM key), listing its failures", async () => {

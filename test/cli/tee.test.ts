@@ -50,4 +50,26 @@ describe("attest tee verify-snp", () => {
       expect([verdict.valid, verdict.failures.map((f) => f.type)]).toEqual([false, ["tee_attestation.freshness_hash_failed"]])
     })
   )
+
+  it.live("--json gives every byte field as hex, as the text output does", () =>
+    Effect.gen(function*() {
+      const r = yield* runAttest("tee", "verify-snp", "--report", report, "--vcek", vcek, "--json")
+      const verdict = JSON.parse(r.stdout) as { valid: boolean; claims: Record<string, unknown> }
+      expect([verdict.valid, String(verdict.claims["chip_id"]).slice(0, 16), typeof verdict.claims["measurement"]]).toEqual([true, "d49554ec717f4e5b", "string"])
+      expect(Object.entries(verdict.claims).filter(([, v]) => Array.isArray(v))).toEqual([])
+    }))
+
+  it.effect("a file that is not a report says its own size, once", () =>
+    Effect.gen(function*() {
+      const junk = join(dir, "junk.bin")
+      writeFileSync(junk, Buffer.alloc(938, 0xab))
+      const r = yield* runAttest("tee", "verify-snp", "--report", junk, "--vcek", vcek)
+      expect(r.stderr.split("\n")[0]).toEqual(
+        `attest tee verify-snp: --report ${junk}: 938 bytes, neither a report nor its text; a report is 1184 bytes (0x4A0), binary or as hex or base64 text`
+      )
+      const short = join(dir, "short.b64")
+      writeFileSync(short, Buffer.alloc(571, 1).toString("base64"))
+      const s = yield* runAttest("tee", "verify-snp", "--report", short, "--vcek", vcek)
+      expect(s.stderr.split("\n")[0]).toEqual(`attest tee verify-snp: --report ${short}: base64 text of 571 bytes; a report is 1184 bytes (0x4A0), binary or as hex or base64 text`)
+    }))
 })

@@ -11,15 +11,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
+import { attestArgs } from "../support/attestBin.js"
 import { freePort } from "../support/swtpm.js"
 import { portClosed, upAdminGet } from "../support/upAdmin.js"
 
-const root = resolve(__dirname, "../..")
-const tsx = join(root, "node_modules/tsx/dist/loader.mjs")
-const bin = join(root, "src/cli/bin.ts")
 
 interface Run {
   readonly child: ChildProcess
@@ -29,7 +27,7 @@ interface Run {
 
 const start = (cwd: string, ports: ReadonlyArray<number>, extra: ReadonlyArray<string> = []): Run => {
   const child = spawn(process.execPath, [
-    "--import", tsx, bin, "up",
+    ...attestArgs(["up"]),
     "--registrar-port", String(ports[0]), "--registrar-tls-port", String(ports[1]), "--verifier-port", String(ports[2]),
     "--agent-port", "0", "--metrics-port", "0", "--verifier-metrics-port", "0", ...extra
   ], { cwd, stdio: ["ignore", "pipe", "pipe"] })

@@ -37,11 +37,11 @@ describe("attest up --push", () => {
         await first.waitFor(/^ready: 1 of 1 agents enrolled at the verifier and 1 of 1 push agents in/, 240_000)
         expect(first.lines.some((l) => l.text === `agent 2  ${pushId}  push, enrolled at the verifier (runtime policy from its IMA list, reference state from its boot log)`)).toBe(true)
         await first.waitFor(/^all 2 agents attested/, 180_000)
-        expect(first.lines.some((l) => /^agent 1  \S+  Get Quote \(3\), \d+ attestations$/.test(l.text))).toBe(true)
+        await first.waitFor(/^agent 1  \S+  Get Quote \(3\), verdict pass, \d+ attestations$/, 60_000)
 
         // --tamper 2: the push agent's machine runs an unlisted executable; its next attestation fails
         await first.waitFor(new RegExp(`^agent 2  ${pushId}  TAMPERED: its machine ran /usr/local/bin/tampered-2`), 120_000)
-        await first.waitFor(new RegExp(`^agent 2  ${pushId}  push, FAIL, last evaluation fail, \\d+ attestations, last failure policy_violation$`), 120_000)
+        await first.waitFor(new RegExp(`^agent 2  ${pushId}  push, FAIL, verdict fail, \\d+ attestations, last failure policy_violation: ima\\.validation\\.ima-ng\\.not_in_allowlist: File not found in allowlist: /usr/local/bin/tampered-2 `), 120_000)
         const attestations = await adminGet(cwd, verifier, `/v3.0/agents/${pushId}/attestations`)
         const verdicts = (attestations.json.data as Array<any>).filter((a) => a.attributes.stage === "verification_complete").map((a) => `${a.attributes.evaluation} ${a.attributes.failure_reason}`)
         expect(verdicts[0]).toEqual("pass null")
@@ -76,7 +76,7 @@ describe("attest up --push", () => {
         expect((await third.waitFor(/^attest up: data directory /, 120_000)).text).toContain("(reset)")
         const fresh = (await third.waitFor(/^agent 2  \S+  push, enrolled at the verifier/, 240_000)).text.split(/\s+/)[2]!
         expect(fresh).not.toEqual(pushId)
-        await third.waitFor(new RegExp(`^agent 2  ${fresh}  push, PASS, last evaluation pass, \\d+ attestations$`), 180_000)
+        await third.waitFor(new RegExp(`^agent 2  ${fresh}  push, PASS, verdict pass, \\d+ attestations$`), 180_000)
         expect(await third.stop()).not.toBe("timeout")
       } finally {
         for (const r of runs) if (r.child.exitCode === null) r.child.kill("SIGKILL")

@@ -66,8 +66,8 @@ describe("attest config import", () => {
       }
       for (const o of options) {
         const [section, option] = o.split(".") as [string, string]
-        const fromFile = r.carried.some((c) => c.source.file === f.path && c.section === section &&
-          (c.option === option || c.source.keylimeOption === option))
+        const fromFile = r.carried.some((c) => c.source.file === f.path && ((c.section === section &&
+          (c.option === option || c.source.keylimeOption === option)) || c.source.keylimeOption === `[${section}] ${option}`))
         const listed = r.skipped.some((s) => s.file === f.path && s.section === section && s.option === option)
         expect({ file: f.path, option: o, accounted: fromFile || listed }).toEqual({ file: f.path, option: o, accounted: true })
       }
@@ -78,7 +78,7 @@ describe("attest config import", () => {
     const r = imported()
     expect(skipOf(r, "verifier", "measured_boot_imports")).toEqual(["unknown to attest: attest's [verifier] has no option measured_boot_imports"])
     expect(skipOf(r, "verifier", "severity_policy")).toEqual([])
-    expect(skipOf(r, "revocations", "zmq_port")[0]).toMatch(/^unknown to attest: attest has no \[revocations\] section/)
+    expect(skipOf(r, "revocations", "zmq_port")[0]).toMatch(/^not applicable: attest has no ZeroMQ revocation notifier; its notifiers are \[verifier\] enabled_revocation_notifications/)
     expect(skipOf(r, "verifier", "num_workers")[0]).toMatch(/^not applicable: attest serves every request from one process/)
     expect(skipOf(r, "verifier", "quote_interval")).toEqual(["not applicable: overridden by verifier.conf.d/10-site.conf:3"])
     expect(skipOf(r, "ca", "cert_lifetime")).toEqual(["not applicable: give the validity to `attest ca issue-admin --days <n>` (365 by default)"])
@@ -150,5 +150,21 @@ describe("attest config import", () => {
     expect(r.err).toMatch(/keylime-agent\.conf:\d+ \[agent\] run_as: not applicable: /)
     const doc = Either.getOrThrow(parseToml(r.out))
     expect(Either.isRight(resolveSection("agent", { env: {}, file: { path: "stdout", doc } }))).toBe(true)
+  })
+  it("carries [revocations]' notifier list and webhook URL over into [verifier], leaving out ZeroMQ", () => {
+    const r = imported([ini("revocations", "enabled_revocation_notifications = ['agent', 'zeromq', 'webhook']\nwebhook_url = https://hooks.example/keylime\nzmq_port = 8992")])
+    expect([valueOf(r, "verifier", "enabled_revocation_notifications"), valueOf(r, "verifier", "webhook_url")]).toEqual([["agent", "webhook"], "https://hooks.example/keylime"])
+    const source = r.carried.find((c) => c.option === "enabled_revocation_notifications")!.source
+    expect([source.keylimeOption, source.note]).toEqual(["[revocations] enabled_revocation_notifications", "zeromq left out: attest has no ZeroMQ notifier (agent: POST to the agents; webhook: POST to webhook_url)"])
+  })
+
+  it("reads the Rust agent's file by its content under its installed name agent.conf, and refuses a Jinja2 template saying what to give", () => {
+    const agent = imported([{ path: "/etc/keylime/agent.conf", text: `[agent]\nuuid = "hash_ek"\nport = 9002\n` }])
+    expect(valueOf(agent, "agent", "uuid")).toBe("hash_ek")
+    const template = importKeylime([{ path: "templates/2.0/verifier.j2", text: `[verifier]\n# a comment\nip = {{ verifier.ip }}\n` }], { keylimeDir: "/var/lib/keylime" })
+    expect(Either.isLeft(template) && template.left.message).toEqual(
+      "templates/2.0/verifier.j2:3 is a Jinja2 template (Keylime's source tree, templates/): attest reads the files Keylime installs from them. " +
+        "Give the installed file (/etc/keylime/verifier.conf, registrar.conf, tenant.conf, ca.conf, agent.conf), or render the templates first with Keylime's keylime_upgrade_config, which writes those files"
+    )
   })
 })

@@ -85,7 +85,7 @@ describe("configuration", () => {
       const path = join(dir, "bad.toml")
       writeFileSync(path, `[registrar]\nport = 8890\nip = 127.0.0.1.5\n`)
       const e = yield* Effect.flip(readSources(Option.some(path)))
-      expect(e.message).toContain(`[(file)] ${path}: line 3, column 11: illegal character in numeric literal`)
+      expect(e.message).toContain(`${path}: line 3: column 11: illegal character in numeric literal: ip = 127.0.0.1.5`)
       const missing = yield* Effect.flip(readSources(Option.some(join(dir, "nope.toml"))))
       expect(missing.message).toContain("cannot read the config file")
     }))

@@ -84,9 +84,9 @@ big = 9007199254740993
 
   it("reports the line and column of each error", () => {
     expect(err(`[a]\nx = 1\nx = 2\n`)).toMatchObject({ line: 3, column: 1 })
-    expect(err(`[a]\nx = 1\nx = 2\n`).message).toBe("trying to redefine an already defined table or value")
+    expect(err(`[a]\nx = 1\nx = 2\n`).message).toBe("column 1: trying to redefine an already defined table or value: x = 2")
     expect(err(`[a]\n\ny = "open\n`)).toMatchObject({ line: 3 })
-    expect(err(`[a]\nz = bare\n`)).toMatchObject({ line: 2, column: 5, message: "invalid value" })
+    expect(err(`[a]\nz = bare\n`)).toMatchObject({ line: 2, column: 5, message: "column 5: invalid value: z = bare" })
     expect(err(`[a]\n[a]\n`)).toMatchObject({ line: 2 })
     expect(err(`[a]\nw = 1 2\n`)).toMatchObject({ line: 2 })
     expect(err(`[a]\nu = [1,\n2\n`).line).toBeGreaterThanOrEqual(2)
@@ -137,5 +137,25 @@ big = 9007199254740993
       }
       return true
     }), { numRuns: 500 })
+  })
+
+  it("a broken file names the line and what is missing there", () => {
+    const error = (text: string) => {
+      const r = parseToml(text)
+      return Either.isLeft(r) ? `line ${r.left.line}: ${r.left.message}` : "parsed"
+    }
+    expect([
+      error(`[verifier]\nport =\nip = "1.2.3.4"\n`),
+      error(`[verifier\nport = 1\n`),
+      error(`[verifier]\nip = "1.2.3.4\nport = 1\n`),
+      error(`[verifier]\nip = [1, 2\nport = 1\n`),
+      error(`[verifier]\nt = { a = 1\n`)
+    ]).toEqual([
+      "line 2: port has no value after =: port =",
+      "line 1: the table header is missing its closing ]: [verifier",
+      "line 2: the string is missing its closing \": ip = \"1.2.3.4",
+      "line 2: the array that starts here is missing its closing ]: ip = [1, 2",
+      expect.stringMatching(/^line 2: /)
+    ])
   })
 })

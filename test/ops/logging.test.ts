@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { Console, Effect, Layer, Logger } from "effect"
-import { Logging } from "../../layers/Logging.js"
+import { Logging, prettyLine } from "../../layers/Logging.js"
 import type { LogFormat } from "../../src/config/operationsOptions.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
 
@@ -69,10 +69,28 @@ describe("log formats", () => {
     Effect.gen(function*() {
       const lines = yield* run("pretty", logAboutAgent)
       const text = lines.join("\n")
-      expect(text).toContain("quote verified")
-      expect(text).toContain("agent_id")
-      expect(text).toContain("d432fbb3-0000-4000-8000-000000000001")
+      expect(lines).toHaveLength(1)
+      expect(text).toContain("agent d432fbb3-0000-4000-8000-000000000001: quote verified")
     }))
+
+  it.effect("pretty: time, level, the agent the line is about, the message and other annotations; no fiber number or span timer", () =>
+    Effect.gen(function*() {
+      const lines = yield* run(
+        "pretty",
+        Effect.logWarning("attestation failed: ima.validation.ima-ng.not_in_allowlist").pipe(
+          Effect.annotateLogs({ agent_id: "d432fbb3-0000-4000-8000-000000000001", notifier: "agent" }),
+          Effect.withLogSpan("agent")
+        )
+      )
+      expect(lines.map((l) => l.replace(/^\[\d\d:\d\d:\d\d\.\d{3}\] /, "[time] "))).toEqual([
+        "[time] WARN agent d432fbb3-0000-4000-8000-000000000001: attestation failed: ima.validation.ima-ng.not_in_allowlist notifier=agent"
+      ])
+    }))
+
+  it("pretty: a failure's cause goes on the lines below, indented", () => {
+    expect(prettyLine({ date: new Date(2026, 0, 1, 9, 5, 7, 12), level: "ERROR", message: ["stopped"], annotations: [], cause: "Error: boom\n    at x" }))
+      .toEqual("[09:05:07.012] ERROR stopped\n  Error: boom\n      at x")
+  })
 
   it.effect("log_level drops lines below it", () =>
     Effect.gen(function*() {

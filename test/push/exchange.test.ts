@@ -79,6 +79,33 @@ describe.each(backends)("push exchange on %s", (backend, available) => {
       expect(third.submitted!.status).toEqual(202)
       const v3 = yield* verdict(AGENT)
       expect([v3.json.data.attributes.evaluation, v3.json.data.attributes.failure_reason]).toEqual(["fail", "policy_violation"])
+      // the v2 status an admin reads says why, as a pull agent's does, and shows no address (it listens on none)
+      const pushFields = (r: Record<string, unknown>) => ({
+        ip: r["ip"],
+        port: r["port"],
+        attestation_status: r["attestation_status"],
+        last_event_id: r["last_event_id"],
+        message: typeof r["last_event_message"] === "string" && r["last_event_message"].includes("/usr/bin/evil"),
+        attestation_model: r["attestation_model"],
+        last_evaluation: r["last_evaluation"],
+        last_attestation_index: r["last_attestation_index"],
+        last_failure_reason: r["last_failure_reason"],
+        last_failure_at: typeof r["last_failure_at"] === "number" && r["last_failure_at"] > 1_700_000_000
+      })
+      const expected = {
+        ip: null,
+        port: null,
+        attestation_status: "FAIL",
+        last_event_id: "ima.validation.ima-ng.not_in_allowlist",
+        message: true,
+        attestation_model: "push",
+        last_evaluation: "fail",
+        last_attestation_index: 2,
+        last_failure_reason: "policy_violation",
+        last_failure_at: true
+      }
+      expect(pushFields((yield* env.request("GET", `/v2.6/agents/${AGENT}`, { admin: true })).json.results)).toEqual(expected)
+      expect(pushFields((yield* env.request("GET", `/v2.6/agents/?bulk=true`, { admin: true })).json.results[AGENT])).toEqual(expected)
 
       // a forged quote: the attestation's bytes changed after signing
       yield* Effect.sleep("1100 millis")

@@ -7,22 +7,18 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Ref } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, Ref, Schedule } from "effect"
 import * as crypto from "node:crypto"
 import { join } from "node:path"
 import { BoundListeners } from "../../layers/HttpServers.js"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { backoffDelayMs } from "../../src/push-agent/backoff.js"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
 import { RegistrarServerLive } from "../../src/registrar/Server.js"
-import { Agents } from "../../src/verifier/Agents.js"
 import { tempDir } from "../agent/support.js"
 import { makeTestPki, sqliteLayer, testServerTls } from "../registrar/harness.js"
-import { validBody } from "../verifier/support.js"
-import { b64, policyOfMachine, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
+import { PushTestEnv, pushAgentIdentity, pushVerifier, simulatedAgent, testPushAgentOptions, verdict } from "./support.js"
 
 const AGENT = "d432fbb3-d2f1-4a97-9ef7-75bd81c00000"
 const pki = makeTestPki()
@@ -50,10 +46,8 @@ describe("push agent", () => {
       const env = yield* PushTestEnv
       const dataDir = join(dir, "agent")
       // the admin's enrolment: the AK the agent registers, a runtime policy of its machine
-      const identity = yield* establishTpmIdentity({ agentId: AGENT, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
-      const source = yield* MeasurementSource
-      const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
-      yield* (yield* Agents).add(AGENT, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" })
+      const { enrol } = yield* pushAgentIdentity(AGENT, dataDir)
+      yield* enrol
 
       const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const final = yield* runPushAgent({
@@ -81,4 +75,26 @@ describe("push agent", () => {
       expect(listed.json.data[2].attributes.evidence[1].chosen_parameters.starting_offset).toBeGreaterThan(0)
       expect(listed.json.data[2].attributes.evidence[1].data.entry_count).toEqual(0)
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent")))), 120_000)
+
+  it.live("started before its enrolment, says it waits for enrolment (once), then that it is enrolled; no 'attestation failed'", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-push-agent-wait-")
+      const env = yield* PushTestEnv
+      const dataDir = join(dir, "agent")
+      const { enrol } = yield* pushAgentIdentity(AGENT, dataDir)
+      const logged: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logged.push(`${logLevel.label} ${String(message)}`)))
+      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const agent = yield* runPushAgent(testPushAgentOptions({ agentId: AGENT, dataDir, verifierUrl: env.url, verifierCa: env.ca }), stats).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(capture), Effect.fork)
+      // refused twice (not enrolled), then the admin enrols it
+      yield* Effect.repeat(Ref.get(stats), { until: (s) => s.refused >= 2, schedule: Schedule.spaced("100 millis") })
+      yield* enrol
+      yield* Effect.repeat(Ref.get(stats), { until: (s) => s.accepted >= 1, schedule: Schedule.spaced("100 millis") })
+      yield* Fiber.interrupt(agent)
+      const about = logged.filter((l) => /enrol|attestation failed/.test(l)).map((l) => l.replace(/https:\/\/[^\s:]+:\d+/, "<verifier>"))
+      expect(about).toEqual([
+        "INFO waiting for enrolment at the verifier <verifier> (it refuses a session to an agent it does not hold); asking again every 1 s",
+        "INFO enrolled at the verifier <verifier>: attesting"
+      ])
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent-wait")))), 120_000)
 })

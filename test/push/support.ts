@@ -13,6 +13,7 @@ import { BoundListeners } from "../../layers/HttpServers.js"
 import { ServerTlsWithAdmins } from "../../layers/Tls.js"
 import { TpmSimulator } from "../../layers/TpmSimulator.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
+import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import * as SimulatedMachine from "../../src/agent/measurements/SimulatedMachine.js"
 import { sectionDefaults } from "../../src/config/load.js"
 import type { VerifierOptions } from "../../src/config/sections.js"
@@ -20,7 +21,6 @@ import { verifierSection } from "../../src/config/sections.js"
 import { type ClientTls, rawRequest } from "../../src/http/client.js"
 import { JSON_API_MEDIA_TYPE } from "../../src/http/jsonapi.js"
 import { CA_FILES } from "../../src/pki/ca.js"
-import { establishTpmIdentity } from "../../src/agent/tpmIdentity.js"
 import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "../../src/push-agent/evidence.js"
 import type { PushAgentOptions } from "../../src/push-agent/PushAgent.js"
 import { Sessions } from "../../src/verifier/push/Sessions.js"
@@ -253,3 +253,29 @@ export const proveSession = (agentId: string, clientAddress = "127.0.0.1") =>
     const s = yield* sessions.create({ agentId, methods: [{ authentication_class: "pop", authentication_type: "tpm_pop" }], clientAddress })
     return yield* sessions.prove({ sessionId: s.session_id, agentId, proof: yield* Effect.orDie(popProof(sim.tpm, sim.id, s.challenge)), clientAddress })
   })
+
+/**
+ * A push agent's TPM identity in `dataDir` (as the agent itself makes it) and the admin's
+ * enrolment of it at the verifier in context: its AK and a runtime policy of its machine.
+ */
+export const pushAgentIdentity = (agentId: string, dataDir: string) =>
+  Effect.gen(function*() {
+    const identity = yield* establishTpmIdentity({ agentId, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
+    const source = yield* MeasurementSource
+    const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
+    const enrol = Effect.flatMap(Agents, (agents) =>
+      agents.add(agentId, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" }))
+    return { identity, enrol }
+  })
+
+/** The push agent's options in tests: this verifier, an attestation every second, a quick backoff. */
+export const testPushAgentOptions = (o: { readonly agentId: string; readonly dataDir: string; readonly verifierUrl: string; readonly verifierCa: string }) => ({
+  agentId: o.agentId,
+  dataDir: o.dataDir,
+  contactIp: "127.0.0.1",
+  contactPort: 9002,
+  verifierUrl: o.verifierUrl,
+  verifierCa: o.verifierCa,
+  attestationIntervalSeconds: 1,
+  backoff: { initialMs: 100, maxMs: 400, multiplier: 2, maxRetries: 5, jitter: false }
+})

@@ -1,13 +1,9 @@
 /**
- * `attest` as a long-running child process (from source): its output lines as they come, waiting
+ * `attest` as a long-running child process (the bundle, attestBin.ts): its output lines as they come, waiting
  * for a line with a generous bound, and stopping it (SIGINT, then SIGKILL if it does not exit).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { join, resolve } from "node:path"
-
-const root = resolve(__dirname, "../..")
-const tsx = join(root, "node_modules/tsx/dist/loader.mjs")
-const bin = join(root, "src/cli/bin.ts")
+import { attestArgs, root } from "./attestBin.js"
 
 export interface AttestProcess {
   readonly child: ChildProcess
@@ -21,7 +17,7 @@ export interface AttestProcess {
 }
 
 export const startAttest = (args: ReadonlyArray<string>, options: { readonly cwd?: string } = {}): AttestProcess => {
-  const child = spawn(process.execPath, ["--import", tsx, bin, ...args], { cwd: options.cwd ?? root, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(process.execPath, attestArgs(args), { cwd: options.cwd ?? root, stdio: ["ignore", "pipe", "pipe"] })
   const lines: AttestProcess["lines"] = []
   const buffered = { out: "", err: "" }
   const onData = (key: "out" | "err") => (chunk: Buffer) => {

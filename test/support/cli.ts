@@ -4,10 +4,13 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { Console, Effect, Exit } from "effect"
+import { teardown } from "../../src/cli/exitCode.js"
 import { run } from "../../src/cli/Root.js"
 
 export interface CliResult {
   readonly ok: boolean
+  /** The exit status bin.ts would give (exitCode.ts): 0, 1, or 2 for a usage error. */
+  readonly code: number
   readonly stdout: string
   readonly stderr: string
 }
@@ -28,5 +31,7 @@ export const runAttest = (...args: Array<string>): Effect.Effect<CliResult> =>
       Effect.withConsole(console),
       Effect.exit
     )
-    return { ok: Exit.isSuccess(exit), stdout: out.join("\n") + (out.length ? "\n" : ""), stderr: err.join("\n") }
+    let code = -1
+    teardown(exit, (c) => void (code = c))
+    return { ok: Exit.isSuccess(exit), code, stdout: out.join("\n") + (out.length ? "\n" : ""), stderr: err.join("\n") }
   })

@@ -14,7 +14,8 @@ export const requireOrSkip = (what: string, available: boolean, hint: string): b
     throw new Error(`${what} is required (ATTEST_TEST_ALL=1) but not available: ${hint}`)
   }
   const line = "*".repeat(78)
-  console.warn(`\n${line}\n*** SKIPPING suite: ${what} is not available (${hint}).\n*** Set ATTEST_TEST_ALL=1 to make this a failure, as CI does.\n${line}\n`)
+  // straight to stderr: the console of a test is shown only when it fails (vitest.config.ts), and a skipped suite must be seen
+  process.stderr.write(`\n${line}\n*** SKIPPING suite: ${what} is not available (${hint}).\n*** Set ATTEST_TEST_ALL=1 to make this a failure, as CI does.\n${line}\n`)
   return false
 }
 

@@ -1,8 +1,9 @@
 /**
- * Runs the `attest` executable from source as a child process, asynchronously: a blocking
+ * Runs the `attest` executable (the bundle, attestBin.ts) as a child process, asynchronously: a blocking
  * spawnSync starves vitest's worker RPC on a busy machine ("Timeout calling onTaskUpdate").
  */
 import { spawn } from "node:child_process"
+import { attestArgs, root } from "./attestBin.js"
 
 export interface SpawnResult {
   readonly code: number | null
@@ -10,9 +11,13 @@ export interface SpawnResult {
   readonly err: string
 }
 
-export const spawnAttest = (...args: Array<string>): Promise<SpawnResult> =>
+export const spawnAttest = (...args: Array<string>): Promise<SpawnResult> => spawnAttestWith({}, ...args)
+
+/** The same with `input` written to its standard input (then closed). */
+export const spawnAttestWith = (o: { readonly input?: string }, ...args: Array<string>): Promise<SpawnResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", ...args])
+    const child = spawn(process.execPath, attestArgs(args), { cwd: root })
+    child.stdin.end(o.input ?? "")
     let out = ""
     let err = ""
     child.stdout.on("data", (d: Buffer) => (out += d.toString()))

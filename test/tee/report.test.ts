@@ -31,7 +31,7 @@ describe("SEV-SNP attestation report", () => {
   it("refuses a report of the wrong length, an unknown version and another signature algorithm, naming the field and offset", () => {
     const short = parseSnpReport(milanReport().subarray(0, 0x188))
     expect(Either.isLeft(short) && { f: short.left.field, o: short.left.offset }).toEqual({ f: "report", o: 0x188 })
-    expect(Either.isLeft(short) && short.left.message).toBe("SNP report report at byte 0x188: is 392 bytes, an SNP attestation report is 1184 (0x4A0)")
+    expect(Either.isLeft(short) && short.left.message).toBe("SNP report is 392 bytes, an SNP attestation report is 1184 (0x4A0)")
     const v9 = milanReport()
     v9[0] = 9
     const r1 = parseSnpReport(v9)

@@ -13,6 +13,7 @@ import { join } from "node:path"
 import { simulatorManufacturerCa } from "../../layers/TpmSimulator.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { spawnAttest } from "../support/spawnAttest.js"
+import { justAddedListEntry } from "./support.js"
 import { closeClients, RunningAgent, simulatedAgentLayer } from "../agent/support.js"
 import { testDatabase } from "../support/db.js"
 import { makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
@@ -81,13 +82,9 @@ describe("attest tenant (spawned)", () => {
         expect(added.err).toContain(`agent ${AGENT}: identity quote verified with the registered AK`)
         const status = yield* run("status", "--uuid", AGENT, "--config", file)
         expect(status.code).toEqual(0)
-        expect(status.out).toContain("state:        Start (1)")
+        expect(status.out).toMatch(/^state: +Start \(1\)$/m)
         const listed = yield* run("list", "--json", "--config", file)
-        expect(JSON.parse(listed.out)).toEqual([{
-          agent_id: AGENT,
-          verifier: { operational_state: 1, state: "Start (1)", attestation_count: 0, last_successful_attestation: 0, last_event_id: null },
-          registrar: { active: true }
-        }])
+        expect(JSON.parse(listed.out)).toEqual([justAddedListEntry(AGENT)])
         const deleted = yield* run("delete", "--uuid", AGENT, "--config", file)
         expect({ code: deleted.code, out: deleted.out.trim() }).toEqual({ code: 0, out: `agent ${AGENT} deleted at the verifier` })
       }), { timeout: 240_000 })

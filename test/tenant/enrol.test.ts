@@ -9,8 +9,9 @@
  * errors a user meets.
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Either, Fiber, Layer, Option } from "effect"
+import { Context, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule } from "effect"
 import * as crypto from "node:crypto"
+import * as https from "node:https"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -19,7 +20,10 @@ import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
-import { add, type AddOptions, update } from "../../src/tenant/add.js"
+import { add, type AddOptions, addPush, update } from "../../src/tenant/add.js"
+import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
+import { simulatedAgent, testPushAgentOptions } from "../push/support.js"
+import { NodeHttpClient } from "@effect/platform-node"
 import { bulkinfo, list, reactivate, remove, status, stop } from "../../src/tenant/agentCommands.js"
 import type { Connections } from "../../src/tenant/connect.js"
 import { policyDelete, policyList, policyShow, policyUpload } from "../../src/tenant/policyCommands.js"
@@ -29,7 +33,7 @@ import { closeClients, RunningAgent, simulatedAgentLayer } from "../agent/suppor
 import { agentBody, call, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "../registrar/harness.js"
 import { startVerifier } from "../verifier/apiHarness.js"
 import { recordingPoller } from "../verifier/support.js"
-import { captureOutput, deliverVTo, tenantConnections } from "./support.js"
+import { captureOutput, deliverVTo, justAddedListEntry, tenantConnections } from "./support.js"
 
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
@@ -139,17 +143,13 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         const shown = o.last().value as Record<string, unknown>
         expect(shown).toMatchObject({ agent_id: AGENT, operational_state: 1, state_name: "Start", has_runtime_policy: 1, attestation_count: 0 })
         expect(JSON.parse(shown["meta_data"] as string)).toMatchObject({ subject: `CN=${AGENT},O=attest` })
-        expect(o.last().text).toContain("state:        Start (1)")
-        expect(o.last().text).toContain("last success: never")
+        expect(o.last().text).toMatch(/^state: +Start \(1\)$/m)
+        expect(o.last().text).toMatch(/^last success: +never$/m)
 
         yield* list(c, o.out, undefined)
-        expect(o.last().value).toEqual([{
-          agent_id: AGENT,
-          verifier: { operational_state: 1, state: "Start (1)", attestation_count: 0, last_successful_attestation: 0, last_event_id: null },
-          registrar: { active: true }
-        }])
-        expect(o.last().text.split("\n")[0]).toEqual("agent                                 verifier state  attestations  last success  last failure  registrar")
-        yield* list(c, o.out, 9)
+        expect(o.last().value).toEqual([justAddedListEntry(AGENT)])
+        expect(o.last().text.split("\n")[0]).toEqual("agent                                 verifier state  verdict  attestations  last success  last failure  registrar")
+        yield* list(c, o.out, { state: 9 })
         expect(o.last().text).toEqual("no agents in state Invalid Quote (9)")
         yield* bulkinfo(c, o.out)
         expect(Object.keys(o.last().value as object)).toEqual([AGENT])
@@ -250,6 +250,95 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         expect(Either.isLeft(inactive) && inactive.left.message).toEqual(
           `registrar record of agent ${PENDING}: the registrar answered 404: Agent with ID '${PENDING}' has not been activated`
         )
+      }))
+
+    it.scoped("update checks every input before it deletes: a bad --cert leaves the agent enrolled; a Keylime CA directory says what to pass", () =>
+      Effect.gen(function*() {
+        const { c } = yield* World
+        const o = captureOutput()
+        yield* add(c, o.out, addOptions())
+        // Keylime's CA directory: its key is in private.yml, encrypted with the CA password
+        const keylimeCa = join(root, "keylime-ca")
+        mkdirSync(keylimeCa, { recursive: true })
+        writeFileSync(join(keylimeCa, "cacert.crt"), pki.caPem)
+        writeFileSync(join(keylimeCa, "private.yml"), "salt: c2FsdA==\npriv: ZW5jcnlwdGVk\n")
+        const refused = yield* Effect.either(update(c, o.out, addOptions({ cert: Option.some(keylimeCa) })))
+        expect(Either.isLeft(refused) && refused.left.message).toEqual(
+          `--cert ${keylimeCa}: a Keylime CA directory: its CA key is in private.yml, encrypted with the CA password, which attest does not read. ` +
+            `Write the key beside cacert.crt as ca-private.pem (PEM, not encrypted), in that directory: ` +
+            `python3 -c "from keylime import ca_util; import getpass; ca_util.setpassword(getpass.getpass()); open('ca-private.pem', 'wb').write(ca_util.read_private()[0]['ca'])" ` +
+            `(then chmod 600 ca-private.pem), and give --cert ${keylimeCa} again; or give attest's own CA directory (attest ca init --dir <dir>)`
+        )
+        const missing = yield* Effect.either(update(c, o.out, addOptions({ cert: Option.some(join(root, "no-such-ca")) })))
+        expect(Either.isLeft(missing)).toBe(true)
+        // still enrolled, as before the update
+        yield* status(c, o.out, AGENT)
+        expect((o.last().value as { agent_id: string }).agent_id).toEqual(AGENT)
+        yield* remove(c, o.out, AGENT)
+      }))
+
+    it.scoped("add --push: a push agent that registered itself is enrolled without contacting it, attests, and its status says so", () =>
+      Effect.gen(function*() {
+        const { c, registrarHttp, verifierUrl } = yield* World
+        const o = captureOutput()
+        const PUSH = "1a2b3c4d-0000-4000-8000-00000000e004"
+        const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+        yield* Effect.forkScoped(runPushAgent({
+          ...testPushAgentOptions({ agentId: PUSH, dataDir: join(root, "push-agent"), verifierUrl, verifierCa: pki.caPem }),
+          registrarUrl: registrarHttp,
+          registrarRetry: { initialDelay: "50 millis", maxDelay: "200 millis" }
+        }, stats).pipe(Effect.provide(Layer.merge(simulatedAgent("tenant-push"), NodeHttpClient.layerUndici))))
+        const refused = yield* Effect.either(addPush(c, o.out, addOptions({ agentId: PUSH, payload: Option.some(policyFile) })))
+        expect(Either.isLeft(refused) && refused.left.message).toEqual(
+          "--push: leave out --payload: a push agent gets no payload (it listens on no port; the tenant never sends it U)"
+        )
+        yield* addPush(c, o.out, addOptions({ agentId: PUSH, mbRefstate: Option.none() }), { waitForRegistration: Duration.seconds(120) })
+        expect(o.last().value).toMatchObject({ agent_id: PUSH, added: true, attestation_model: "push" })
+        yield* Effect.repeat(Ref.get(stats), { until: (s) => s.accepted >= 1, schedule: Schedule.spaced("200 millis") }).pipe(Effect.timeout("120 seconds"))
+        yield* status(c, o.out, PUSH).pipe(
+          Effect.andThen(() => (o.last().value as { attestation_status: string }).attestation_status),
+          Effect.repeat({ until: (s) => s === "PASS", schedule: Schedule.spaced("200 millis") }),
+          Effect.timeout("60 seconds")
+        )
+        const shown = o.last()
+        expect(shown.text.split("\n").filter((l) => /^(model|state|address):/.test(l))).toEqual([
+          "model:            push (sends its evidence, API 3.0)",
+          "state:            PASS"
+        ])
+        yield* remove(c, o.out, PUSH)
+      }))
+
+    it.scoped("a verifier that answers /version with 410 Gone (Keylime's in push mode) is spoken to in the tenant's current version", () =>
+      Effect.gen(function*() {
+        const { c, verifierUrl } = yield* World
+        const o = captureOutput()
+        // in front of the verifier: /version answers 410, everything else goes through to it
+        const target = new URL(verifierUrl)
+        const front = https.createServer({ key: pki.serverKey, cert: pki.serverCert, ca: pki.caPem, requestCert: true }, (req, res) => {
+          if (req.url === "/version") {
+            res.writeHead(410, { "content-type": "text/plain" }).end("Gone")
+            return
+          }
+          const forward = https.request({
+            host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers,
+            ca: pki.caPem, cert: pki.clients.admin.cert, key: pki.clients.admin.key, servername: "localhost"
+          }, (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers)
+            answer.pipe(res)
+          })
+          req.pipe(forward)
+        })
+        yield* Effect.acquireRelease(
+          Effect.async<void>((resume) => void front.listen(0, "127.0.0.1", () => resume(Effect.void))),
+          () => Effect.sync(() => front.close())
+        )
+        const gone = yield* tenantConnections({ caDir: pki.dir, registrar: c.settings.registrarUrl, verifier: `https://127.0.0.1:${(front.address() as { port: number }).port}`, ekCaDir })
+        const unknown = "1a2b3c4d-0000-4000-8000-00000000e0ff"
+        const answer = yield* Effect.either(status(gone, o.out, unknown))
+        expect([(yield* gone.verifier).version, Either.isLeft(answer) && answer.left.message]).toEqual([
+          "2.6",
+          `status of agent ${unknown}: the verifier answered 404: agent id not found`
+        ])
       }))
 
     it.scoped("errors a user meets: agent not registered, EK certificate from an untrusted CA, verifier down", () =>

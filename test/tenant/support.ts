@@ -66,3 +66,20 @@ export const deliverVTo = (
     const r = yield* request(agent, admin, "POST", "/v2.6/keys/vkey", { encrypted_key: Buffer.from(wrapped).toString("base64") })
     if (r.status !== 200) return yield* Effect.dieMessage(`keys/vkey answered ${r.status}: ${JSON.stringify(r.body)}`)
   })
+
+/** `tenant list --json`'s entry of a pull agent just added (state Start, no quote yet), registered and active. */
+export const justAddedListEntry = (agentId: string) => ({
+  agent_id: agentId,
+  verifier: {
+    attestation_model: "pull",
+    operational_state: 1,
+    state: "Start (1)",
+    attestation_status: "PENDING",
+    verdict: "pending",
+    attestation_count: 0,
+    last_successful_attestation: 0,
+    last_event_id: null,
+    last_failure: null
+  },
+  registrar: { active: true }
+})

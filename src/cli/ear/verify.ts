@@ -7,8 +7,8 @@ import { Args, Command, Options } from "@effect/cli"
 import { lazy } from "../lazy.js"
 
 const token = Args.text({ name: "token" }).pipe(Args.withDescription("The EAR (a JWT), or - to read it from standard input."))
-const jwks = Options.file("jwks").pipe(Options.optional, Options.withDescription("The verifier's JWKS document (GET /.well-known/jwks.json)."))
-const key = Options.file("key").pipe(Options.optional, Options.withDescription("The verifier's public key, certificate or signing key (PEM)."))
+const jwks = Options.file("jwks", { exists: "yes" }).pipe(Options.optional, Options.withDescription("The verifier's JWKS document (GET /.well-known/jwks.json)."))
+const key = Options.file("key", { exists: "yes" }).pipe(Options.optional, Options.withDescription("The verifier's public key, certificate or signing key (PEM)."))
 const json = Options.boolean("json").pipe(Options.withDescription("Print the verified claims as JSON."))
 
 export const verifyEarCommand = Command.make(

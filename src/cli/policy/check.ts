@@ -6,10 +6,10 @@ import { Command, Options } from "@effect/cli"
 import { lazy } from "../lazy.js"
 import { hashAlgOption } from "./options.js"
 
-const policy = Options.text("policy").pipe(
+const policy = Options.file("policy", { exists: "yes" }).pipe(
   Options.withDescription("Runtime policy file: v1 JSON, a DSSE-signed envelope, an old JSON allowlist or a '<digest>  <path>' allowlist.")
 )
-const imaList = Options.text("ima-list").pipe(
+const imaList = Options.file("ima-list", { exists: "yes" }).pipe(
   Options.withDescription("IMA measurement list in ASCII form, e.g. a copy of /sys/kernel/security/ima/ascii_runtime_measurements.")
 )
 const pcr10 = Options.text("pcr10").pipe(

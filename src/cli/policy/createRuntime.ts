@@ -9,15 +9,15 @@ import { hashAlgOption } from "./options.js"
 /** Pseudo and volatile filesystems: never hashed from a rootfs and excluded at runtime unless --no-default-excludes. */
 export const DEFAULT_EXCLUDES = ["/proc/.*", "/sys/.*", "/dev/.*", "/run/.*", "/tmp/.*", "/var/tmp/.*", "/lost\\+found/.*"]
 
-const rootfs = Options.directory("rootfs").pipe(
+const rootfs = Options.directory("rootfs", { exists: "yes" }).pipe(
   Options.withDescription("Directory tree to hash, taken as mounted at / (e.g. a mounted image). Regular files only; symlinks are not followed."),
   Options.optional
 )
-const imaList = Options.text("ima-list").pipe(
+const imaList = Options.file("ima-list", { exists: "yes" }).pipe(
   Options.withDescription("IMA measurement list (ASCII) of a known-good machine; every measured path and digest is allowed, boot_aggregate included."),
   Options.optional
 )
-const allowlist = Options.text("allowlist").pipe(
+const allowlist = Options.file("allowlist", { exists: "yes" }).pipe(
   Options.withDescription("Legacy allowlist ('<digest>  <path>' lines), old JSON allowlist, or an existing v1 policy to merge in."),
   Options.optional
 )
@@ -31,7 +31,7 @@ const noDefaultExcludes = Options.boolean("no-default-excludes").pipe(
 const hashAlg = hashAlgOption("Digest algorithm for files hashed from --rootfs; use the kernel's ima_hash (default sha256).").pipe(
   Options.withDefault("sha256" as const)
 )
-const output = Options.text("output").pipe(Options.withDescription("Write the policy here instead of stdout."), Options.optional)
+const output = Options.file("output").pipe(Options.withDescription("Write the policy here instead of stdout."), Options.optional)
 
 export const createRuntimeCommand = Command.make(
   "runtime",

@@ -2,9 +2,9 @@
 import { Command, Options } from "@effect/cli"
 import { lazy } from "../lazy.js"
 
-const policy = Options.text("policy").pipe(Options.withDescription("The signed policy (DSSE envelope JSON)."))
-const key = Options.text("key").pipe(Options.withDescription("ECDSA public key (PEM) or X.509 certificate of the signer (runtime_policy_key)."))
-const output = Options.text("output").pipe(
+const policy = Options.file("policy", { exists: "yes" }).pipe(Options.withDescription("The signed policy (DSSE envelope JSON)."))
+const key = Options.file("key", { exists: "yes" }).pipe(Options.withDescription("ECDSA public key (PEM) or X.509 certificate of the signer (runtime_policy_key)."))
+const output = Options.file("output").pipe(
   Options.withDescription("Also write the verified policy (the envelope's payload) to this file."),
   Options.optional
 )

@@ -10,7 +10,8 @@ import type { RunningAgentShape } from "../../agent/Agent.js"
 import type { MeasurementSourceShape } from "../../agent/measurements/MeasurementSource.js"
 import type { SimulatedMachineShape } from "../../agent/measurements/SimulatedMachine.js"
 import { add, type AddOptions, update } from "../../tenant/add.js"
-import { stateLabel, verifierStatus } from "../../tenant/agentCommands.js"
+import { verifierStatus } from "../../tenant/agentCommands.js"
+import { stateLabel } from "../../tenant/agentStatus.js"
 import type { Connections } from "../../tenant/connect.js"
 import type { Output } from "../../tenant/run.js"
 import { type MachinePolicyFiles, writeMachinePolicies } from "./policies.js"
@@ -25,7 +26,7 @@ export interface UpAgent {
 }
 
 /** The tenant's progress lines go to the log (info), not to up's summary. */
-const quiet: Output = {
+export const quiet: Output = {
   json: false,
   show: () => Effect.void,
   note: (line) => Effect.logInfo(line)

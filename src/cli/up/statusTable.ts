@@ -1,10 +1,13 @@
 /**
- * `attest up`'s live status: one row per agent (number, model, id, state, last evaluation,
- * attestations, last success, last failure). A pull agent's state is the pull loop's (Keylime's
- * operational state); a push agent's is its acceptance as the v2 status words it (PASS, FAIL after
- * a failed attestation, TIMEOUT after a missed deadline, PENDING before the first), with the
- * verdict of its latest attestation (pass, fail, pending) and a failure's type. On a terminal the table is redrawn in place; otherwise a plain line is printed for
- * each agent whose state or failure changed, so a log or a pipe reads as a history.
+ * `attest up`'s live status: one row per agent (number, model, id, state, verdict, attestations,
+ * last success, last failure). A pull agent's state is the pull loop's (Keylime's operational
+ * state); a push agent's is its acceptance as the v2 status words it (PASS, FAIL after a failed
+ * attestation, TIMEOUT after a missed deadline, PENDING before the first). The verdict is that of
+ * the agent's latest quote (pull) or completed attestation (push): pass, fail, or pending before
+ * the first. On a terminal the table is drawn in the live region (liveRegion.ts) for the
+ * terminal's width: when the full table does not fit, agent ids are shortened to 8 characters
+ * and headers to fewer words, then each row is cut with an ellipsis; otherwise a plain line is printed for each agent whose state or failure
+ * changed, so a log or a pipe reads as a history.
  */
 
 export interface StatusRow {
@@ -19,7 +22,7 @@ export interface StatusRow {
    */
   readonly stateName: string
   readonly state: number | null
-  /** Push: the verdict of the latest attestation (pass, fail, pending); pull: null (the loop keeps none). */
+  /** The verdict of the latest quote (pull) or completed attestation (push); pending before the first; null when the verifier does not hold the agent. */
   readonly evaluation: "pass" | "fail" | "pending" | null
   readonly attestations: number
   /** Epoch seconds of the last successful attestation. */
@@ -32,20 +35,28 @@ export interface StatusRow {
   readonly lastFailure: string | null
 }
 
-const age = (now: number, at: number | null): string => {
-  if (at === null) return "never"
+/** "12s ago", "3m ago", "2h ago"; "never" for none (the verifier writes 0 before the first). */
+export const age = (now: number, at: number | null): string => {
+  if (at === null || at <= 0) return "never"
   const s = Math.max(0, Math.round(now - at))
   return s < 120 ? `${s}s ago` : s < 7200 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`
 }
 
-const HEADERS = ["#", "model", "agent", "state", "last evaluation", "attestations", "last success", "last failure"] as const
+const HEADERS = ["#", "model", "agent", "state", "verdict", "attestations", "last success", "last failure"] as const
+/** The narrow table's headers: the same columns in fewer characters. */
+const NARROW_HEADERS = ["#", "model", "agent", "state", "verdict", "count", "last ok", "last failure"] as const
+/** A wide table keeps full ids while this much of the failure column is visible. */
+const MIN_FAILURE_WIDTH = 30
 
 const stateCell = (r: StatusRow) => (r.state === null ? r.stateName : `${r.stateName} (${r.state})`)
 
-const cells = (r: StatusRow, now: number): ReadonlyArray<string> => [
+/** How many characters of an agent id a narrow table shows (as short commit ids do). */
+export const SHORT_ID = 8
+
+const cells = (r: StatusRow, now: number, shortIds: boolean): ReadonlyArray<string> => [
   String(r.n),
   r.model,
-  r.agentId,
+  shortIds ? r.agentId.slice(0, SHORT_ID) : r.agentId,
   stateCell(r),
   r.evaluation ?? "-",
   String(r.attestations),
@@ -53,13 +64,25 @@ const cells = (r: StatusRow, now: number): ReadonlyArray<string> => [
   r.lastFailure ?? "-"
 ]
 
-/** The table as lines, columns padded to their widest cell (the failure column is last, unpadded). */
-export const renderTable = (rows: ReadonlyArray<StatusRow>, now: number): ReadonlyArray<string> => {
-  const body = rows.map((r) => cells(r, now))
-  const widths = HEADERS.map((h, i) => Math.max(h.length, ...body.map((c) => c[i]!.length)))
+const layout = (rows: ReadonlyArray<StatusRow>, now: number, narrow: boolean): ReadonlyArray<string> => {
+  const headers = narrow ? NARROW_HEADERS : HEADERS
+  const body = rows.map((r) => cells(r, now, narrow))
+  const widths = headers.map((h, i) => Math.max(h.length, ...body.map((c) => c[i]!.length)))
   const line = (c: ReadonlyArray<string>) =>
     c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join("  ").trimEnd()
-  return [line(HEADERS), ...body.map(line)]
+  return [line(headers), ...body.map(line)]
+}
+
+/**
+ * The table as lines, columns padded to their widest cell (the failure column is last, unpadded).
+ * Given the screen's width, agent ids are shortened when the full ones leave no room for the
+ * failure column (the rows are then cut to the width by the live region).
+ */
+export const renderTable = (rows: ReadonlyArray<StatusRow>, now: number, columns = Number.POSITIVE_INFINITY): ReadonlyArray<string> => {
+  const full = layout(rows, now, false)
+  const fits = Math.max(...full.map((l) => l.length)) < columns
+  const failureRoom = columns - full[0]!.indexOf("last failure")
+  return fits || failureRoom >= MIN_FAILURE_WIDTH ? full : layout(rows, now, true)
 }
 
 /** What a plain (non-terminal) output prints for a row: only when its state, verdict or failure changed. */
@@ -69,11 +92,8 @@ export const changeLine = (before: StatusRow | undefined, after: StatusRow): str
     before.evaluation === after.evaluation && before.lastFailure === after.lastFailure
   ) return null
   const failure = after.lastFailure === null ? "" : `, last failure ${after.lastFailure}`
-  const evaluation = after.evaluation === null ? "" : `, last evaluation ${after.evaluation}`
+  const evaluation = after.evaluation === null ? "" : `, verdict ${after.evaluation}`
   const model = after.model === "push" ? "push, " : ""
   return `agent ${after.n}  ${after.agentId}  ${model}${stateCell(after)}${evaluation}, ${after.attestations} attestations${failure}`
 }
 
-/** ANSI: move the cursor up over the previous drawing and clear to the end of the screen. */
-export const redraw = (previousLines: number, lines: ReadonlyArray<string>): string =>
-  (previousLines > 0 ? `\x1b[${previousLines}A\x1b[J` : "") + lines.join("\n") + "\n"

@@ -8,6 +8,16 @@ const go = (hash) => { location.hash = hash }
 const agentLink = (id) => el("a", { href: `#/agent/${encodeURIComponent(id)}`, class: "mono", text: id })
 const statusCell = (s) => el("span", { class: s, text: s })
 
+// a push agent listens on no port: it has no address
+const address = (a) => (a.model === "push" ? "none (push)" : `${a.ip}:${a.port ?? ""}`)
+const failureType = (a) => (a.lastEventId === null ? null : a.lastFailureReason && a.lastFailureReason !== a.lastEventId ? `${a.lastFailureReason}: ${a.lastEventId}` : a.lastEventId)
+const failureText = (v) => {
+  if (!v.lastEventId) return "none"
+  const severity = v.model === "push" ? "" : ` (severity ${v.severityLevel ?? "?"})`
+  const when = v.model === "push" && v.lastFailureAt ? `, ${fmtEpoch(v.lastFailureAt)}` : ""
+  return `${failureType(v)}${severity}${v.lastEventMessage ? `: ${v.lastEventMessage}` : ""}${when}`
+}
+
 const FRESHNESS = { under_1m: "under 1 min", "1m_to_10m": "1–10 min", over_10m: "over 10 min", never: "never" }
 
 export const overview = {
@@ -23,12 +33,14 @@ export const overview = {
     const freshness = el("div", { class: "bars", "data-testid": "freshness" })
     const table = makeTable([
       { key: "id", label: "Agent", render: (r) => agentLink(r.id) },
+      { key: "model", label: "Model" },
       { key: "status", label: "Status", render: (r) => statusCell(r.status) },
       { key: "stateName", label: "State" },
+      { key: "verdict", label: "Verdict" },
       { key: "ageSeconds", label: "Last success", render: (r) => fmtAge(r.ageSeconds) },
       { key: "attestationCount", label: "Attestations" },
-      { key: "lastEventId", label: "Last failure" },
-      { key: "address", label: "Address", value: (r) => `${r.ip}:${r.port ?? ""}` },
+      { key: "lastEventId", label: "Last failure", value: (r) => failureType(r) },
+      { key: "address", label: "Address", value: (r) => address(r) },
       { key: "registrar", label: "Registrar", value: (r) => (r.registered === null ? "?" : r.registered ? (r.active ? "active" : "registered") : "not registered") }
     ], { testid: "agents-table", placeholder: "Filter agents (id, state, failure type…)", rowTestid: (r) => r.id, onRow: (r) => go(`#/agent/${encodeURIComponent(r.id)}`), empty: "no agents on the verifier" })
     main.replaceChildren(
@@ -81,13 +93,15 @@ export const agent = {
         const v = d.verifier
         const r = d.registrar
         identity.replaceChildren(el("h2", { text: "Identity and state", style: "margin-top:0" }), kv([
+          ["Model", v ? (v.model === "push" ? "push (sends its evidence, API 3.0)" : "pull (the verifier asks it for quotes)") : "—"],
           ["Status", v ? statusCell(v.status) : "not on the verifier"],
-          ["State", v ? `${v.stateName} (${v.state})` : "—"],
-          ["Address", v ? `${v.ip}:${v.port ?? ""}` : r?.ip ? `${r.ip}:${r.port ?? ""}` : "—"],
+          ["State", v ? (v.model === "push" ? `${v.acceptance ?? "?"} (acceptance of its attestations)` : `${v.stateName} (${v.state})`) : "—"],
+          ["Latest verdict", v ? `${v.verdict}${v.model === "push" && v.lastAttestationIndex !== null ? ` (attestation ${v.lastAttestationIndex})` : ""}` : "—"],
+          ["Address", v ? address(v) : r?.ip ? `${r.ip}:${r.port ?? ""}` : "—"],
           ["Attestations", v?.attestationCount],
           ["Last success", v ? `${fmtEpoch(v.lastSuccess)} (${fmtAge(v.ageSeconds)})` : "—"],
-          ["Last quote", v ? fmtEpoch(v.lastReceivedQuote) : "—"],
-          ["Last failure", v?.lastEventId ? `${v.lastEventId} (severity ${v.severityLevel ?? "?"})${v.lastEventMessage ? `: ${v.lastEventMessage}` : ""}` : "none"],
+          [v?.model === "push" ? "Last attestation" : "Last quote", v ? fmtEpoch(v.lastReceivedQuote) : "—"],
+          ["Last failure", v ? failureText(v) : "none"],
           ["Algorithms", v ? [v.hashAlg, v.encAlg, v.signAlg].filter((x) => x).join(", ") || "not negotiated yet" : "—"],
           ["Verifier id", v?.verifierId],
           ["Registrar", r === null ? "not registered" : r.active ? `active, registered ${r.regcount ?? "?"} time(s)` : `registered, not active${r.error ? ` (${r.error})` : ""}`],

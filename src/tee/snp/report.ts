@@ -54,7 +54,8 @@ export class SnpReportError extends Data.TaggedError("SnpReportError")<{
   readonly reason: string
 }> {
   override get message(): string {
-    return `SNP report ${this.field} at byte 0x${this.offset.toString(16)}: ${this.reason}`
+    // the whole report's size is not a field at an offset
+    return this.field === "report" ? `SNP report ${this.reason}` : `SNP report ${this.field} at byte 0x${this.offset.toString(16)}: ${this.reason}`
   }
 }
 

@@ -10,6 +10,7 @@ import type { EvidenceCollected, EvidenceRequested, EvidenceSupported } from "..
 import { JSON_API_VERSION } from "../../http/jsonapi.js"
 import type { AttestationRow, PushAgentRow, SessionRow } from "./rows.js"
 import type { SessionOutcome } from "./Sessions.js"
+import { NO_PUSH_FACTS, type PushStatusFacts } from "./statusFacts.js"
 import { isoMicros } from "./time.js"
 
 const POP = { authentication_class: "pop", authentication_type: "tpm_pop" } as const
@@ -131,15 +132,40 @@ export const pushAttestationStatus = (p: Pick<PushAgentRow, "accept_attestations
 /**
  * A v2 status (GET /v2.x/agents/:id) of an agent that pushes: its push counters and the push
  * attestation_status (TIMEOUT after a missed deadline) replace the pull loop's (Keylime's
- * process_get_status for push agents; timestamps in epoch seconds as in 2.x).
+ * process_get_status for push agents; timestamps in epoch seconds as in 2.x), no address (it
+ * listens on none; Keylime's push mode stores none), and what its attestations said
+ * (statusFacts.ts): its latest failure's type and message as `last_event_id` and
+ * `last_event_message`, as a pull agent's status gives them, and attest's push fields.
  */
-export const withPushStatus = <S extends { readonly attestation_count: number | null; readonly last_received_quote: number | null; readonly last_successful_attestation: number | null }>(
+export const withPushStatus = <
+  S extends {
+    readonly ip: string | null
+    readonly port: number | null
+    readonly last_event_id: string | null
+    readonly attestation_count: number | null
+    readonly last_received_quote: number | null
+    readonly last_successful_attestation: number | null
+  }
+>(
   status: S,
-  push: PushAgentRow
-): S => ({
-  ...status,
-  attestation_count: push.attestation_count,
-  last_received_quote: push.last_received_at === null ? 0 : Math.floor(push.last_received_at / 1000),
-  last_successful_attestation: push.last_success_at === null ? 0 : Math.floor(push.last_success_at / 1000),
-  ...("attestation_status" in status ? { attestation_status: pushAttestationStatus(push) } : {})
-})
+  push: PushAgentRow,
+  facts: PushStatusFacts = NO_PUSH_FACTS
+): S => {
+  const failure = facts.lastFailure
+  return {
+    ...status,
+    ip: null,
+    port: null,
+    last_event_id: failure === null ? null : failure.type ?? failure.reason,
+    ...(failure?.message == null ? {} : { last_event_message: failure.message }),
+    attestation_count: push.attestation_count,
+    last_received_quote: push.last_received_at === null ? 0 : Math.floor(push.last_received_at / 1000),
+    last_successful_attestation: push.last_success_at === null ? 0 : Math.floor(push.last_success_at / 1000),
+    ...("attestation_status" in status ? { attestation_status: pushAttestationStatus(push) } : {}),
+    attestation_model: "push",
+    last_evaluation: facts.lastEvaluation,
+    last_attestation_index: facts.lastAttestationIndex,
+    last_failure_reason: failure?.reason ?? null,
+    last_failure_at: failure?.at == null ? null : Math.floor(failure.at / 1000)
+  }
+}

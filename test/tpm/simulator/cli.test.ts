@@ -5,12 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { attestArgs } from "../../support/attestBin.js"
 
 const root = resolve(import.meta.dirname, "../../..")
 
 const attest = (args: ReadonlyArray<string>): Promise<{ code: number; stdout: string; stderr: string }> =>
   new Promise((done) => {
-    execFile(process.execPath, ["--import", "tsx", "src/cli/bin.ts", ...args], { cwd: root, timeout: 120_000 }, (error, stdout, stderr) =>
+    execFile(process.execPath, attestArgs(args), { cwd: root, timeout: 120_000 }, (error, stdout, stderr) =>
       done({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }))
   })
 
