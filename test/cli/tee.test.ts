@@ -27,7 +27,7 @@ describe("attest tee verify-snp", () => {
     const file = join(dir, "flipped.bin")
     writeFileSync(file, flipped)
     const r = await spawnAttest("tee", "verify-snp", "--report", file, "--vcek", vcek)
-    expect(r.out.trim().split("\n")).toEqual(["verdict: INVALID", "FAIL tee.invalid_signature: SEV-SNP report signature: the VCEK's key does not verify the report's signature"])
+    expect(r.out.trim().split("\n")).toEqual(["verdict: INVALID", "FAIL tee_attestation.invalid_signature: SEV-SNP report signature: the VCEK's key does not verify the report's signature"])
     expect(r.err.trim().split("\n")).toHaveLength(1)
     expect(r.code).toBe(1)
   })

@@ -52,7 +52,7 @@ eachCryptoPort("the real Milan report with AMD's chain", () => {
     expect(r.claims["measurement"]).toHaveLength(48)
   })
 
-  it("fails with tee.invalid_signature when bit 7 of report byte 21 is flipped (virtee's test)", async () => {
+  it("fails with tee_attestation.invalid_signature when bit 7 of report byte 21 is flipped (virtee's test)", async () => {
     const report = milanReport()
     report[21]! ^= 0x80
     const r = await vSnp({ report, vcek: b64(milanVcek()), freshness: undefined, policy: undefined }, { now })
