@@ -88,6 +88,19 @@ export const verifierSection = {
   agent_ca: stringList([], "CA certificates that sign agents' HTTPS certificates; empty: trust exactly each agent's mtls_cert"),
   max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
   policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 }),
+  // --- stateless checks (verify/evidence, verify/identity): judged by worker threads off the event loop that serves agents ---
+  verify_evidence_max_body_size: integer(
+    201_326_592,
+    "largest verify/evidence request body in bytes (max_upload_size does not apply to it); 192 MiB holds a 1,000,000-entry IMA list (183 MB as JSON with the sha256 template-hash column, 159 MB with sha1); over it: 413",
+    { min: 1024 }
+  ),
+  verify_workers: integer(0, "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1); on Linux they run at nice +10, below the agents' attestations", { min: 0 }),
+  verify_queue_size: integer(
+    4,
+    "verify/* requests that may wait for a worker beyond those being judged; past it the answer is 503 with Retry-After, before the body is read (each waiting request holds its body in memory)",
+    { min: 0 }
+  ),
+  verify_policy_cache_size: integer(8, "compiled verify/evidence runtime policies each worker keeps by content hash (and at most 256 MiB of their text), least recently used dropped first", { min: 1 }),
   // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
   ...verifierOperationsOptions,
   // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---

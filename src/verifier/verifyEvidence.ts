@@ -38,6 +38,11 @@ export interface VerifyEvidenceContext {
   readonly verifyTee?: TeeVerifier | undefined
   /** A monotonic clock: the evaluation reports when each stage ran (src/ops/stages.ts). */
   readonly now?: StageClock | undefined
+  /**
+   * How the request's runtime policy text becomes a compiled policy: `runtimePolicyOf` unless a
+   * caller caches it (the workers of src/verifier/stateless/ compile a policy once by its hash).
+   */
+  readonly compileRuntimePolicy?: ((text: string) => Either.Either<CompiledPolicy, EvidenceInputInvalid>) | undefined
 }
 
 export interface VerifyEvidenceAnswer {
@@ -51,7 +56,7 @@ const invalidParam = (name: string, reason: string): EvidenceInputInvalid =>
   new EvidenceInputInvalid({ failures: [makeFailure(VerifierFailureType.invalidParam, `invalid parameter "${name}": ${reason}`, { parameter: name })] })
 
 /** A runtime policy as JSON text, or a DSSE envelope around it (whose signature Keylime does not check here either). */
-const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
+export const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
   let json = text
   const env = decodeDsseEnvelopeJson(text)
   if (Either.isRight(env)) {
@@ -103,7 +108,7 @@ const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvid
   }
   let runtimePolicy: CompiledPolicy | undefined
   if (req.runtime_policy !== undefined) {
-    const p = runtimePolicyOf(req.runtime_policy)
+    const p = (ctx.compileRuntimePolicy ?? runtimePolicyOf)(req.runtime_policy)
     if (Either.isLeft(p)) return Either.left(p.left)
     runtimePolicy = p.right
   }
