@@ -80,7 +80,10 @@ const main = Effect.gen(function*() {
       return { perS: n / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), serverCpuMs }
     })
 
-  const check = send("POST", "/v2.6/verify/evidence", evidence)
+  // every answer must be the verdict: a refusal (503 when the stateless workers' queue is full) is not a faster request
+  const check = send("POST", "/v2.6/verify/evidence", evidence).pipe(
+    Effect.tap((r) => r.status === 200 ? Effect.void : Effect.dieMessage(`verify/evidence answered ${r.status}: ${r.body.slice(0, 200)}`))
+  )
   const first = yield* check
   const answer = JSON.parse(first.body) as { results: { valid: boolean } }
   if (first.status !== 200 || answer.results.valid !== true) return yield* Effect.dieMessage(`the request is not a valid attestation: ${first.body.slice(0, 300)}`)

@@ -96,7 +96,7 @@ export const verifierSection = {
   ),
   verify_workers: integer(0, "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1); on Linux they run at nice +10, below the agents' attestations", { min: 0 }),
   verify_queue_size: integer(
-    4,
+    32,
     "verify/* requests that may wait for a worker beyond those being judged; past it the answer is 503 with Retry-After, before the body is read (each waiting request holds its body in memory)",
     { min: 0 }
   ),
