@@ -51,5 +51,7 @@ const client = async () => {
   agent.destroy()
 }
 
+// the flood starts now (the caller times its window from this line)
+console.log("start")
 await Promise.all(Array.from({ length: Number(clients) }, client))
 console.log(JSON.stringify({ statuses, retryAfterMissing }))
