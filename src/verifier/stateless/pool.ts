@@ -106,7 +106,7 @@ export const makeStatelessPool = (
       snp_vcek_dir: options.snp_vcek_dir,
       policyCacheEntries: options.verify_policy_cache_size,
       snpRoots: rootsAsDer(roots),
-      lowerPriority: process.env["ATTEST_TMP_NICE"] !== "0"
+      lowerPriority: true
     })
     // started by the first request that needs it, then kept for the server's life
     const pool = yield* Effect.cached(
