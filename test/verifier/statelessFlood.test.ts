@@ -16,21 +16,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Agents } from "../../src/verifier/Agents.js"
 import { attestOnce, enrol, openSession, pushVerifier, PushTestEnv, simulatedAgent } from "../push/support.js"
+import { floodBody } from "./floodBody.js"
 import { backends, record } from "./support.js"
 
 const WINDOW_S = 8
 const CLIENTS = 4
 const MAX_BODY = 16 * 1024 * 1024
-
-/** The captured valid request with 100,000 more digests in its runtime policy, one of them the flood's per-request marker. */
-const floodBody = (): string => {
-  const body = structuredClone(record("ver-evidence-ok-runtime-policy").request.body) as { data: Record<string, string> }
-  const policy = JSON.parse(body.data["runtime_policy"]!) as { digests: Record<string, Array<string>> }
-  policy.digests["/flood/FLOOD000000"] = ["0".repeat(64)]
-  for (let i = 0; i < 100_000; i++) policy.digests[`/usr/lib/flood/pkg-${i % 997}/file-${i}.so`] = [i.toString(16).padStart(64, "a")]
-  body.data["runtime_policy"] = JSON.stringify(policy)
-  return JSON.stringify(body)
-}
 
 /** Runs the flood clients; `onStart` when they begin. Their answers by status. */
 const runFlood = (url: string, caFile: string, bodyFile: string, onStart: () => void) =>
@@ -56,7 +47,7 @@ describe.each(backends)("verify/evidence flood while push agents attest, on %s",
       const caFile = join(work, "ca.pem")
       const bodyFile = join(work, "flood.json")
       writeFileSync(caFile, env.ca)
-      writeFileSync(bodyFile, floodBody())
+      writeFileSync(bodyFile, floodBody(100_000))
 
       // the workers start with the first request: before anything is measured
       const small = JSON.stringify(record("ver-evidence-ok-runtime-policy").request.body)
