@@ -11,9 +11,8 @@
  * clients) per second against the same verifier, with GET /version through the same stack as the
  * same run's baseline (compare verify_evidence_per_s with `npm run bench -- verify-evidence`).
  *
- *   npm run bench -- public-flood [--seconds S] [--pull N] [--push M] [--clients K]
+ *   npm run bench -- public-flood [--seconds S] [--pull N] [--push M] [--clients K] [--nice 0-19]
  */
-import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -25,11 +24,11 @@ import { MeasurementSource } from "../src/agent/measurements/MeasurementSource.j
 import * as SimulatedMachine from "../src/agent/measurements/SimulatedMachine.js"
 import { establishTpmIdentity } from "../src/agent/tpmIdentity.js"
 import { rawRequest } from "../src/http/client.js"
-import { runPushAgent } from "../src/push-agent/PushAgent.js"
 import { policyOfMachine } from "../test/push/support.js"
 import { floodBody } from "../test/verifier/floodBody.js"
 import { record, validBody } from "../test/verifier/support.js"
 import { startPull } from "./_pullPhase.js"
+import { startPushAgents } from "./_pushAgents.js"
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`)
@@ -39,6 +38,8 @@ const SECONDS = arg("seconds", 30)
 const PULL = arg("pull", 8)
 const PUSH = arg("push", 8)
 const CLIENTS = arg("clients", 4)
+/** `verify_worker_nice` of the verifier (--nice; default the option's, 10). */
+const NICE = arg("nice", 10)
 
 const b64 = (b: Uint8Array | string) => Buffer.from(b).toString("base64")
 const idOf = (i: number) => `f100d000-0000-4000-8000-${String(i).padStart(12, "0")}`
@@ -47,7 +48,7 @@ const main = Effect.gen(function*() {
   const dir = mkdtempSync(join(tmpdir(), "attest-bench-flood-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
-  const pull = yield* startPull({ agents: PULL, dir, caDir })
+  const pull = yield* startPull({ agents: PULL, dir, caDir, extraConfig: [`verify_worker_nice = ${NICE}`] })
   const { url, admin } = pull
   const send = (method: string, path: string, body?: unknown) =>
     rawRequest({ method, baseUrl: url, path, tls: admin, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }) }).pipe(
@@ -75,25 +76,12 @@ const main = Effect.gen(function*() {
       if (added.status !== 200) return yield* Effect.dieMessage(`enrolment of ${agentId}: ${added.status} ${JSON.stringify(added.json)}`)
       return { agentId, ctx, dataDir }
     }), { concurrency: 4 })
-  const stats = yield* Effect.forEach(agents, () => Ref.make({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
-  const fibers = yield* Effect.forEach(agents, (a, i) =>
-    Effect.fork(
-      runPushAgent({
-        agentId: a.agentId,
-        dataDir: a.dataDir,
-        contactIp: "127.0.0.1",
-        contactPort: 9002,
-        verifierUrl: url,
-        verifierCa: admin.ca,
-        attestationIntervalSeconds: 2,
-        backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
-      }, stats[i]).pipe(Effect.provide(a.ctx), Effect.provide(NodeHttpClient.layerUndici))
-    ))
+  const { stats, fibers } = yield* startPushAgents(agents, url, admin.ca)
   const accepted = Effect.map(Effect.forEach(stats, Ref.get), (all) => all.reduce((n, c) => n + c.accepted, 0))
 
   // push agents seen TIMEOUT: sampled every second over both windows
   const timedOut = new Set<string>()
-  yield* Effect.forkScoped(Effect.repeat(
+  const sampler = yield* Effect.forkScoped(Effect.repeat(
     Effect.forEach(agents, (a) =>
       Effect.map(send("GET", `/v2.6/agents/${a.agentId}`), (r) => {
         if (r.json?.results?.attestation_status === "TIMEOUT") timedOut.add(a.agentId)
@@ -134,6 +122,9 @@ const main = Effect.gen(function*() {
   const quiet = yield* window(false)
   const flood = yield* window(true)
   yield* Effect.sleep("2 seconds") // a TIMEOUT the flood caused shows by now
+  // sampling stops before the agents do (a stopped push agent times out 10 s later, as it should)
+  yield* Fiber.interrupt(sampler)
+  const falseTimeouts = [...timedOut]
   yield* Effect.forEach(fibers, Fiber.interrupt, { discard: true })
 
   // small requests against the same verifier (agents stopped), and GET /version through the same stack
@@ -158,13 +149,13 @@ const main = Effect.gen(function*() {
   const evidencePerS = yield* rate(2000, evidence)
   const versionPerS = yield* rate(2000, version)
 
-  console.log(`${PULL} pull + ${PUSH} push agents, quote_interval 2 s; windows of ${SECONDS} s; flood: ${CLIENTS} clients, 100,000-digest policy, a new one per request`)
+  console.log(`${PULL} pull + ${PUSH} push agents, quote_interval 2 s; windows of ${SECONDS} s; verify_worker_nice ${NICE}; flood: ${CLIENTS} clients, 100,000-digest policy, a new one per request`)
   console.log(`quiet: pull ${quiet.pullPerS.toFixed(2)}/s, push ${quiet.pushPerS.toFixed(2)}/s; flood: pull ${flood.pullPerS.toFixed(2)}/s, push ${flood.pushPerS.toFixed(2)}/s; flood answers ${JSON.stringify(flood.answers)}`)
-  console.log(`push agents seen TIMEOUT: ${timedOut.size ? [...timedOut].join(", ") : "none"}`)
+  console.log(`push agents seen TIMEOUT: ${falseTimeouts.length > 0 ? falseTimeouts.join(", ") : "none"}`)
   console.log(`small verify/evidence, 8 clients: ${evidencePerS.toFixed(0)}/s; baseline GET /version same stack ${versionPerS.toFixed(0)}/s (ratio ${(evidencePerS / versionPerS).toFixed(3)})`)
   console.log(`BENCH flood_pull_ratio ${(flood.pullPerS / quiet.pullPerS).toFixed(3)}`)
   console.log(`BENCH flood_push_ratio ${(flood.pushPerS / quiet.pushPerS).toFixed(3)}`)
-  console.log(`BENCH flood_false_timeouts ${timedOut.size}`)
+  console.log(`BENCH flood_false_timeouts ${falseTimeouts.length}`)
   console.log(`BENCH verify_evidence_per_s ${evidencePerS.toFixed(0)} 1/s`)
   console.log(`BENCH version_per_s ${versionPerS.toFixed(0)} 1/s`)
 })

@@ -277,7 +277,12 @@ in
     verify_workers = lib.mkOption {
       type = t.ints.unsigned;
       default = 0;
-      description = "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1); on Linux they run at nice +10, below the agents' attestations";
+      description = "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1)";
+    };
+    verify_worker_nice = lib.mkOption {
+      type = t.ints.between 0 19;
+      default = 10;
+      description = "scheduling niceness of those threads on Linux (0-19): above 0 the attestation loop is served first when the CPU is short, at the cost of verify/* requests when other processes keep it busy";
     };
     verify_queue_size = lib.mkOption {
       type = t.ints.unsigned;

@@ -94,7 +94,12 @@ export const verifierSection = {
     "largest verify/evidence request body in bytes (max_upload_size does not apply to it); 192 MiB holds a 1,000,000-entry IMA list (183 MB as JSON with the sha256 template-hash column, 159 MB with sha1); over it: 413",
     { min: 1024 }
   ),
-  verify_workers: integer(0, "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1); on Linux they run at nice +10, below the agents' attestations", { min: 0 }),
+  verify_workers: integer(0, "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1)", { min: 0 }),
+  verify_worker_nice: integer(
+    10,
+    "scheduling niceness of those threads on Linux (0-19): above 0 the attestation loop is served first when the CPU is short, at the cost of verify/* requests when other processes keep it busy",
+    { min: 0, max: 19 }
+  ),
   verify_queue_size: integer(
     32,
     "verify/* requests that may wait for a worker beyond those being judged; past it the answer is 503 with Retry-After, before the body is read (each waiting request holds its body in memory)",

@@ -41,6 +41,7 @@ export class StatelessWorkerFailed extends Data.TaggedError("StatelessWorkerFail
 export interface StatelessPoolOptions extends StatelessOptions {
   /** Worker threads; 0 = availableParallelism() - 1, at least 1. */
   readonly verify_workers: number
+  readonly verify_worker_nice: number
   readonly verify_queue_size: number
   readonly verify_policy_cache_size: number
 }
@@ -106,7 +107,7 @@ export const makeStatelessPool = (
       snp_vcek_dir: options.snp_vcek_dir,
       policyCacheEntries: options.verify_policy_cache_size,
       snpRoots: rootsAsDer(roots),
-      lowerPriority: true
+      nice: options.verify_worker_nice
     })
     // started by the first request that needs it, then kept for the server's life
     const pool = yield* Effect.cached(

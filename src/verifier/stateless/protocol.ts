@@ -24,8 +24,8 @@ export class WorkerSettings extends Schema.TaggedRequest<WorkerSettings>()("Init
     snp_vcek_dir: Schema.String,
     policyCacheEntries: Schema.Int,
     snpRoots: Schema.Array(RootPair),
-    /** Run the worker at a lower scheduling priority (Linux: nice +10). */
-    lowerPriority: Schema.Boolean
+    /** The worker thread's niceness (Linux; 0 leaves the process's). */
+    nice: Schema.Int
   }
 }) {}
 

@@ -2,8 +2,8 @@
  * A stateless-check worker thread: judges verify/evidence and verify/identity requests with
  * judgeEvidence.ts and verifyIdentity.ts, away from the event loop that serves agents. It prepares
  * its settings from the first message (WorkerSettings), keeps its own compiled-policy cache and,
- * on Linux, lowers its own scheduling priority so the attestation loop is served first when the
- * machine is busy. Started by pool.ts; bundled as its own entry (dist/cli/statelessWorker.js).
+ * on Linux, lowers its own scheduling priority (`verify_worker_nice`) so the attestation loop is
+ * served first when the machine is busy. Started by pool.ts; bundled as its own entry (dist/cli/statelessWorker.js).
  */
 import { WorkerRunner } from "@effect/platform"
 import { NodeWorkerRunner } from "@effect/platform-node"
@@ -19,11 +19,11 @@ import { makeStatelessPolicyCache, type StatelessPolicyCache } from "./policyCac
 import { StatelessRequest, type WorkerSettings } from "./protocol.js"
 import { type StatelessSettings, statelessSettings } from "./settings.js"
 
-/** nice +10 for this thread only (Linux: setpriority on a thread id). Best effort elsewhere. */
-const lowerOwnPriority = (): void => {
+/** This thread's niceness only (Linux: setpriority on a thread id). Best effort elsewhere. */
+const lowerOwnPriority = (nice: number): void => {
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop())
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, 10)
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, nice)
   } catch {
     // not Linux, or not permitted: the worker runs at the process's priority
   }
@@ -38,7 +38,7 @@ const prepare = (init: WorkerSettings) =>
     const roots: SnpRoots = yield* Either.mapLeft(makeSnpRoots(pems), (e) => e.message)
     const settings = yield* Effect.mapError(statelessSettings(init, roots), (e) => e.message)
     prepared = { settings, cache: makeStatelessPolicyCache(init.policyCacheEntries) }
-    if (init.lowerPriority) lowerOwnPriority()
+    if (init.nice > 0) lowerOwnPriority(init.nice)
   })
 
 const ready = () => {
