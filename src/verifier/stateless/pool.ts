@@ -109,13 +109,16 @@ export const makeStatelessPool = (
       snpRoots: rootsAsDer(roots),
       nice: options.verify_worker_nice
     })
-    // started by the first request that needs it, then kept for the server's life
-    const pool = yield* Effect.cached(
-      Worker.makePoolSerialized<StatelessRequest>({ size: workers, concurrency: 1, initialMessage: () => settings }).pipe(
-        Effect.provide(NodeWorker.layer(() => spawn())),
-        Scope.extend(scope)
-      )
+    // started by the first request that needs it, then kept for the server's life; a start that
+    // failed (no thread could be spawned) is tried again by the next request
+    const starting = yield* Effect.makeSemaphore(1)
+    let started: Worker.SerializedWorkerPool<StatelessRequest> | undefined
+    const start = Worker.makePoolSerialized<StatelessRequest>({ size: workers, concurrency: 1, initialMessage: () => settings }).pipe(
+      Effect.provide(NodeWorker.layer(() => spawn())),
+      Scope.extend(scope),
+      Effect.tap((p) => Effect.sync(() => (started = p)))
     )
+    const pool = Effect.suspend(() => started !== undefined ? Effect.succeed(started) : starting.withPermits(1)(Effect.suspend(() => started !== undefined ? Effect.succeed(started) : start)))
     const run = (request: JudgeEvidence | CheckIdentity): Effect.Effect<unknown, StatelessWorkerFailed> =>
       Effect.flatMap(pool, (p) =>
         Effect.scoped(Effect.flatMap(p.backing.get, (worker) =>
