@@ -7,7 +7,7 @@
  * and the same request judged in this process by `verifyEvidenceRequest` (the evaluation without
  * HTTP). The verifier's CPU per request (from /proc) does not depend on what else the machine runs.
  *
- *   npm run bench -- verify-evidence [requests]
+ *   npm run bench -- verify-evidence [requests]      (BENCH_VERIFY_NICE=n: the workers' verify_worker_nice)
  */
 import { Effect } from "effect"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -36,8 +36,10 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
-  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const child = spawn(process.execPath, attestCommand(["verifier", "--config", config]), { stdio: ["ignore", "pipe", "inherit"] })
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ...(process.env["BENCH_VERIFY_NICE"] === undefined ? [] : [`verify_worker_nice = ${process.env["BENCH_VERIFY_NICE"]}`]), ""].join("\n"))
+  // BENCH_PROF_DIR=<dir>: CPU profiles of the verifier's threads (the main loop's and the stateless workers'), written when it exits
+  const prof = process.env["BENCH_PROF_DIR"]
+  const child = spawn(process.execPath, [...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
   yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
   const url = yield* Effect.async<string>((resume) => {
     let out = ""

@@ -113,7 +113,9 @@ export const makeStatelessPool = (
     // failed (no thread could be spawned) is tried again by the next request
     const starting = yield* Effect.makeSemaphore(1)
     let started: Worker.SerializedWorkerPool<StatelessRequest> | undefined
-    const start = Worker.makePoolSerialized<StatelessRequest>({ size: workers, concurrency: 1, initialMessage: () => settings }).pipe(
+    // two requests handed to each worker at a time: the next one is in its port when the current
+    // one is judged (with one, the worker waits for a round trip through the event loop each time)
+    const start = Worker.makePoolSerialized<StatelessRequest>({ size: workers, concurrency: 2, initialMessage: () => settings }).pipe(
       Effect.provide(NodeWorker.layer(() => spawn())),
       Scope.extend(scope),
       Effect.tap((p) => Effect.sync(() => (started = p)))
