@@ -9,7 +9,8 @@
  * agent whose deadline passed while the verifier was down has that long to attest again. Agents
  * that never attested have no deadline. Nor is the database's absence: while it is away no agent
  * can attest, so once it answers again every agent gets one full deadline from then, as after a
- * restart. An attestation that passes, or an admin reactivation, restores acceptance.
+ * restart. A clock that went back does not stretch a deadline: none lies more than one full
+ * deadline ahead. An attestation that passes, or an admin reactivation, restores acceptance.
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { VerifierConfig } from "../../config/services.js"
@@ -51,6 +52,7 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
         }
       }
       if (now < graceEndsAt) return yield* sleepUntil(now, graceEndsAt)
+      yield* repo.clampDeadlines(now + graceMs)
       const expired = yield* repo.expireDeadlines(now)
       for (const agentId of expired) {
         yield* Effect.logWarning(`Agent ${agentId} has timed out: no attestation within quote_interval * 5; attestations are no longer accepted until it attests again or is reactivated`).pipe(
