@@ -11,6 +11,7 @@ import { storeError } from "../errors.js"
 import { attestationStatements } from "./attestationStatements.js"
 import type { SessionEndReason } from "./errors.js"
 import { AttestationRow, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
+import { inTransaction } from "../../db/transaction.js"
 
 // synchronous decoders: a row read on every request need not pay for an effect per row
 const decodeSession = Schema.decodeUnknownEither(SessionRow)
@@ -47,7 +48,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     }) =>
       run(
         "activate session",
-        sql.withTransaction(Effect.gen(function*() {
+        inTransaction(sql, Effect.gen(function*() {
           const inserted = yield* sql`INSERT INTO push_sessions ${
             sql.insert({
               session_id: s.sessionId,
