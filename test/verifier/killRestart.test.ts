@@ -6,40 +6,19 @@
  * process on simulated TPMs; their machines record which IMA entry each quote asked for.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { layer as agentLayer, RunningAgent } from "../../src/agent/Agent.js"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
+import { RunningAgent } from "../../src/agent/Agent.js"
+import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
 import { rawRequest } from "../../src/http/client.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { recordedAgent } from "../faults/support.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { startAttest } from "../support/attestProcess.js"
 import { agentBody } from "./pollerSupport.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
 const QUOTE_INTERVAL = 1
-
-/** A simulated agent whose machine records (wall clock, entry) for every IMA list it is asked for. */
-const recordedAgent = (agentId: string, dir: string, caPem: string) => {
-  const asked: Array<{ readonly at: number; readonly entry: number }> = []
-  const recording = Layer.effect(
-    MeasurementSource,
-    Effect.map(MeasurementSource, (inner) => ({
-      ...inner,
-      imaList: (from: number) => Effect.suspend(() => (asked.push({ at: Date.now(), entry: from }), inner.imaList(from)))
-    }))
-  )
-  const layer = agentLayer({ agentId, dataDir: dir, host: "127.0.0.1", port: 0, trustedClientCa: caPem, payload: { dir: join(dir, "secure"), extractZip: true } }).pipe(
-    Layer.provide(recording),
-    Layer.provideMerge(machineLayer({ name: agentId })),
-    Layer.provideMerge(TpmSimulator.layer({ seed: `kill-${agentId}` })),
-    Layer.provide(NodeHttpClient.layerUndici)
-  )
-  return { asked, layer }
-}
 
 describe("verifier killed with SIGKILL mid-poll", () => {
   it.live("resumes every agent at start from its stored IMA offset", () =>
