@@ -13,16 +13,15 @@ import { Context, Effect, Fiber, Layer, Ref } from "effect"
 import { join } from "node:path"
 import { RunningAgent } from "../../src/agent/Agent.js"
 import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
-import { rawRequest } from "../../src/http/client.js"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { startAttest } from "../support/attestProcess.js"
 import { testDatabase } from "../support/db.js"
 import { freePort } from "../support/swtpm.js"
 import { pushAgentIdentity, simulatedAgent, testPushAgentOptions } from "../push/support.js"
-import { agentBody, machinePolicyBase64 } from "../verifier/pollerSupport.js"
+import { agentBody, machinePolicyBase64, waitFor as waitUntil } from "../verifier/pollerSupport.js"
 import { backends } from "../verifier/support.js"
-import { faultSeed, recordedAgent, seededRandom, writeVerifierConfig } from "./support.js"
+import { agentStatus, faultSeed, recordedAgent, seededRandom, verifierAdmin, writeVerifierConfig } from "./support.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
 const QUOTE_INTERVAL = 1
@@ -43,26 +42,9 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`verifi
       const port = yield* Effect.promise(freePort)
       const config = writeVerifierConfig(dir, { caDir: ca.dir, db, port, quoteInterval: QUOTE_INTERVAL })
       const url = `https://127.0.0.1:${port}`
-      const admin = (method: string, path: string, json?: unknown) =>
-        rawRequest({
-          method,
-          baseUrl: url,
-          path,
-          tls: { ca: ca.caPem, cert: ca.clientCert, key: ca.clientKey },
-          ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } })
-        }).pipe(Effect.orDie)
-      const status = (id: string) =>
-        Effect.map(admin("GET", `/v2.6/agents/${id}`), (r) => JSON.parse(r.body).results as { operational_state: number; attestation_count: number; attestation_status?: string })
-      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) =>
-        Effect.gen(function*() {
-          const deadline = Date.now() + 120_000
-          for (;;) {
-            const a = yield* read
-            if (ok(a)) return a
-            if (Date.now() > deadline) return yield* Effect.die(new Error(`seed ${seed}: timed out waiting for ${what}; last: ${JSON.stringify(a)}`))
-            yield* sleep(100)
-          }
-        })
+      const admin = (method: string, path: string, json?: unknown) => verifierAdmin(ca)(url, method, path, json)
+      const status = (id: string) => agentStatus(verifierAdmin(ca), url, id)
+      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) => waitUntil(`${what} (seed ${seed})`, read, ok, 120_000)
       const start = Effect.gen(function*() {
         const run = startAttest(["verifier", "--config", config])
         yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))

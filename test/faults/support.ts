@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { layer as agentLayer } from "../../src/agent/Agent.js"
+import { rawRequest } from "../../src/http/client.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
 import { layer as machineLayer } from "../../src/agent/measurements/SimulatedMachine.js"
 import { TpmSimulator } from "../../layers/TpmSimulator.js"
@@ -67,3 +68,19 @@ export const writeVerifierConfig = (dir: string, o: { readonly caDir: string; re
   ].join("\n"))
   return file
 }
+
+/** An admin's HTTPS request to a verifier at `url` with the test CA's client certificate. */
+export const verifierAdmin = (ca: { readonly caPem: string; readonly clientCert: string; readonly clientKey: string }) =>
+(url: string, method: string, path: string, json?: unknown) =>
+  rawRequest({
+    method,
+    baseUrl: url,
+    path,
+    tls: { ca: ca.caPem, cert: ca.clientCert, key: ca.clientKey },
+    ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } })
+  }).pipe(Effect.orDie)
+
+/** A v2 agent status through `admin` (the fields the fault suites read). */
+export const agentStatus = (admin: ReturnType<typeof verifierAdmin>, url: string, id: string) =>
+  Effect.map(admin(url, "GET", `/v2.6/agents/${id}`), (r) =>
+    JSON.parse(r.body).results as { operational_state: number; attestation_count: number; attestation_status?: string })

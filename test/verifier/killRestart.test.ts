@@ -11,11 +11,10 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { RunningAgent } from "../../src/agent/Agent.js"
 import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
-import { rawRequest } from "../../src/http/client.js"
-import { recordedAgent } from "../faults/support.js"
+import { agentStatus, recordedAgent, verifierAdmin } from "../faults/support.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { startAttest } from "../support/attestProcess.js"
-import { agentBody } from "./pollerSupport.js"
+import { agentBody, waitFor as waitUntil } from "./pollerSupport.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
 const QUOTE_INTERVAL = 1
@@ -51,26 +50,9 @@ describe("verifier killed with SIGKILL mid-poll", () => {
         const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
         return { run, url: LISTENING.exec(line.text)![1]!, listeningAt: Date.now() }
       })
-      const admin = (url: string, method: string, path: string, json?: unknown) =>
-        rawRequest({
-          method,
-          baseUrl: url,
-          path,
-          tls: { ca: ca.caPem, cert: ca.clientCert, key: ca.clientKey },
-          ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } })
-        }).pipe(Effect.orDie)
-      const status = (url: string, id: string) =>
-        Effect.map(admin(url, "GET", `/v2.6/agents/${id}`), (r) => JSON.parse(r.body).results as { operational_state: number; attestation_count: number })
-      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) =>
-        Effect.gen(function*() {
-          const deadline = Date.now() + 120_000
-          for (;;) {
-            const a = yield* read
-            if (ok(a)) return a
-            if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}; last: ${JSON.stringify(a)}`))
-            yield* Effect.sleep("100 millis")
-          }
-        })
+      const admin = verifierAdmin(ca)
+      const status = (url: string, id: string) => agentStatus(admin, url, id)
+      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) => waitUntil(what, read, ok, 120_000)
 
       const first = yield* start
       for (const a of agents) {
