@@ -51,8 +51,8 @@ export const measureUploads = (backend: "sqlite" | "pg", policyText: string, rou
       const nodeArgs = prof === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", prof]
       const child = spawn(process.execPath, [...nodeArgs, ...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
       const exited = new Promise((r) => child.once("exit", r))
-      yield* Effect.addFinalizer(() => Effect.promise(() => exited))
-      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
+      // stopped and awaited: its CPU profile is written as it exits
+      yield* Effect.addFinalizer(() => Effect.promise(() => (child.kill("SIGINT"), exited)))
       const url = yield* Effect.async<string>((resume) => {
         let out = ""
         child.stdout.on("data", (d: Buffer) => {
