@@ -6,17 +6,15 @@
  * threads) per upload, each under a new name (every upload is stored). BENCH_PROF_DIR=<dir> writes
  * the verifier's CPU profile there (read it with bench/_profileSummary.ts).
  */
-import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { rawRequest } from "../src/http/client.js"
-import { CA_FILES } from "../src/pki/layout.js"
 import { testDatabase } from "../test/support/db.js"
-import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs } from "./_procCpu.js"
+import { spawnVerifier } from "./_verifierProcess.js"
 
 export interface UploadFigures {
   /** Verifier CPU seconds per upload, each round. */
@@ -48,26 +46,7 @@ export const measureUploads = (backend: "sqlite" | "pg", policyText: string, rou
         ].join("\n")
       )
       const prof = process.env["BENCH_PROF_DIR"]
-      const nodeArgs = prof === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", prof]
-      const child = spawn(process.execPath, [...nodeArgs, ...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
-      const exited = new Promise((r) => child.once("exit", r))
-      // stopped and awaited: its CPU profile is written as it exits
-      yield* Effect.addFinalizer(() => Effect.promise(() => (child.kill("SIGINT"), exited)))
-      const url = yield* Effect.async<string>((resume) => {
-        let out = ""
-        child.stdout.on("data", (d: Buffer) => {
-          out += d.toString()
-          const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
-          if (m) resume(Effect.succeed(m[1]!))
-        })
-        child.once("exit", (code) => resume(Effect.dieMessage(`attest verifier exited (${code}): ${out}`)))
-      })
-      const pid = child.pid!
-      const tls = {
-        ca: readFileSync(join(caDir, CA_FILES.caCert), "utf8"),
-        cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"),
-        key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8")
-      }
+      const { pid, tls, url } = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", prof])
       const agent = new https.Agent({ keepAlive: true, maxSockets: 1 })
       yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
       const b64 = Buffer.from(policyText).toString("base64")
