@@ -19,7 +19,7 @@ import {
   RuntimePolicyInUse,
   RuntimePolicyNotFound
 } from "../errors.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
+import { MbPolicyRepo, type RuntimePolicyData, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import { prepareMbPolicy } from "./mbUpload.js"
 import { prepareRuntimePolicy, type RuntimePolicyUpload } from "./runtimeUpload.js"
 import { checkTpmPolicy } from "./tpmPolicyCheck.js"
@@ -118,6 +118,7 @@ export class Policies extends Effect.Service<Policies>()("attest/verifier/Polici
       const prepared = yield* prepareRuntime(name, body)
       if (!(yield* runtime.insert(name, prepared.data))) return yield* new RuntimePolicyExists({ name })
       yield* Effect.logInfo(`Runtime policy ${name} stored (${prepared.data.digest_count} paths, checksum ${prepared.data.checksum})`)
+      return storedRuntime(name, prepared.data)
     })
 
     /** PUT /allowlists/:name (201); agents that use it judge their next quote with the new text. */
@@ -125,14 +126,17 @@ export class Policies extends Effect.Service<Policies>()("attest/verifier/Polici
       const prepared = yield* prepareRuntime(name, body)
       if (!(yield* runtime.update(name, prepared.data))) return yield* new RuntimePolicyNotFound({ name })
       yield* Effect.logInfo(`Runtime policy ${name} replaced (${prepared.data.digest_count} paths, checksum ${prepared.data.checksum})`)
+      return storedRuntime(name, prepared.data)
     })
+
+    /** What was just stored, as GET would answer it: the v3 routes echo it without reading megabytes back. */
+    const storedRuntime = (name: string, data: RuntimePolicyData): RuntimePolicyResponse => ({ name, tmp_policy: data.tpm_policy, runtime_policy: data.runtime_policy })
 
     /** GET /allowlists/:name. */
     const getRuntime = Effect.fn("Policies.getRuntime")(function*(name: string) {
       const row = yield* runtime.find(name)
       if (Option.isNone(row)) return yield* new RuntimePolicyNotFound({ name })
-      const result: RuntimePolicyResponse = { name: row.value.name, tmp_policy: row.value.tpm_policy, runtime_policy: row.value.runtime_policy }
-      return result
+      return storedRuntime(row.value.name, row.value)
     })
 
     /** GET /allowlists/. */
