@@ -9,7 +9,7 @@
  * mTLS rule, a null runtime policy) is checked before the decode by src/verifier/agentBody.ts.
  */
 import * as crypto from "node:crypto"
-import { Either, Schema, SchemaAST as AST } from "effect"
+import { Either, Schema, SchemaAST as AST, Struct } from "effect"
 import { HostAddress, PortNumber } from "../../schemas/Common.js"
 import { decodeImaKeyringJson } from "../../schemas/RuntimePolicy.js"
 import { isRestrictedSigningKey, parseTpm2bPublic, publicKeyOf } from "../tpm/public.js"
@@ -174,29 +174,11 @@ const f = agentConfigFields
  * and a string `runtime_policy` ("" for none).
  */
 export const AgentCreateRequest = Schema.Struct({
-  v: f.v,
-  cloudagent_ip: f.cloudagent_ip,
-  cloudagent_port: f.cloudagent_port,
-  verifier_ip: f.verifier_ip,
-  verifier_port: f.verifier_port,
-  tpm_policy: f.tpm_policy,
+  ...Struct.pick(f, "v", "cloudagent_ip", "cloudagent_port", "verifier_ip", "verifier_port", "tpm_policy"),
   runtime_policy: RuntimePolicyField,
-  runtime_policy_name: f.runtime_policy_name,
-  runtime_policy_key: f.runtime_policy_key,
-  runtime_policy_sig: f.runtime_policy_sig,
-  mb_policy: f.mb_policy,
-  mb_policy_name: f.mb_policy_name,
-  mb_refstate: f.mb_refstate,
-  ima_sign_verification_keys: f.ima_sign_verification_keys,
-  metadata: f.metadata,
-  revocation_key: f.revocation_key,
-  accept_tpm_hash_algs: f.accept_tpm_hash_algs,
-  accept_tpm_encryption_algs: f.accept_tpm_encryption_algs,
-  accept_tpm_signing_algs: f.accept_tpm_signing_algs,
-  ak_tpm: f.ak_tpm,
-  mtls_cert: f.mtls_cert,
-  supported_version: f.supported_version,
-  attestation_model: f.attestation_model
+  ...Struct.pick(f, "runtime_policy_name", "runtime_policy_key", "runtime_policy_sig", "mb_policy", "mb_policy_name", "mb_refstate"),
+  ...Struct.pick(f, "ima_sign_verification_keys", "metadata", "revocation_key", "accept_tpm_hash_algs", "accept_tpm_encryption_algs"),
+  ...Struct.pick(f, "accept_tpm_signing_algs", "ak_tpm", "mtls_cert", "supported_version", "attestation_model")
 }).annotations({ identifier: "AgentCreateRequest" })
 export type AgentCreateRequest = typeof AgentCreateRequest.Type
 
@@ -207,20 +189,11 @@ export type AgentCreateRequest = typeof AgentCreateRequest.Type
  */
 export const LegacyAgentCreateRequest = Schema.Struct({
   v: VField,
-  cloudagent_ip: f.cloudagent_ip,
-  cloudagent_port: f.cloudagent_port,
-  tpm_policy: f.tpm_policy,
+  ...Struct.pick(f, "cloudagent_ip", "cloudagent_port", "tpm_policy"),
   vtpm_policy: VtpmPolicyField,
   allowlist: AllowlistField,
-  ima_sign_verification_keys: f.ima_sign_verification_keys,
-  metadata: f.metadata,
-  revocation_key: f.revocation_key,
-  accept_tpm_hash_algs: f.accept_tpm_hash_algs,
-  accept_tpm_encryption_algs: f.accept_tpm_encryption_algs,
-  accept_tpm_signing_algs: f.accept_tpm_signing_algs,
-  ak_tpm: f.ak_tpm,
-  mtls_cert: f.mtls_cert,
-  supported_version: f.supported_version
+  ...Struct.pick(f, "ima_sign_verification_keys", "metadata", "revocation_key", "accept_tpm_hash_algs", "accept_tpm_encryption_algs"),
+  ...Struct.pick(f, "accept_tpm_signing_algs", "ak_tpm", "mtls_cert", "supported_version")
 }).annotations({ identifier: "LegacyAgentCreateRequest" })
 export type LegacyAgentCreateRequest = typeof LegacyAgentCreateRequest.Type
 

@@ -102,15 +102,15 @@ const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvid
     if (Either.isLeft(p)) return Either.left(p.left)
     runtimePolicy = p.right
   }
-  let refstate: { readonly refstate?: unknown } = {}
+  let refstate: unknown
   if (req.mb_policy !== undefined) {
     const r = refstateOf(req.mb_policy)
     if (Either.isLeft(r)) return Either.left(r.left)
-    refstate = { refstate: r.right }
+    refstate = r.right
   }
   const compiled = compileAgentPolicy(
     { agentId: "", akTpm: req.tpm_ak, tpmPolicy: req.tpm_policy, imaSignVerificationKeys: undefined, accept: undefined },
-    { runtime: runtimePolicy, ...refstate },
+    { runtime: runtimePolicy, ...(req.mb_policy === undefined ? {} : { refstate }) },
     {
       model: "evidence",
       severity: ctx.severity,

@@ -10,6 +10,7 @@ import { builtinMbPolicies } from "../../boot/policy.js"
 import type { VerifierOptions } from "../../config/sections.js"
 import { AgentConfigUnusable } from "../../attestation/AgentConfigUnusable.js"
 import { type AgentConfigFacts, type AgentStoredPolicies, compileAgentPolicy, type CompileSettings } from "../../attestation/compileAgentPolicy.js"
+import type { VerifierStoreError } from "../errors.js"
 import type { SeverityPolicy } from "../evaluate/severity.js"
 import type { AgentPolicy } from "../evaluate/types.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
@@ -64,24 +65,15 @@ export const loadStoredPolicies = (v: StoredAgentConfig, sources: StoredPolicySo
   Effect.gen(function*() {
     const unusable = (field: string, reason: string) => new AgentConfigUnusable({ agentId: v.agent_id, field, reason })
     const notStored = (field: string, name: string) => unusable(field, `names policy '${name}', which is not stored`)
+    /** The stored text of the policy the row names; one not stored is named by its field. */
+    const textOf = <T, S>(field: string, name: string, find: (name: string) => Effect.Effect<Option.Option<T>, VerifierStoreError>, text: (row: T) => S) =>
+      Effect.flatMap(find(name), Option.match({ onNone: () => Effect.fail(notStored(field, name)), onSome: (row) => Effect.succeed(text(row)) }))
     const runtime = yield* sources.cache.runtime(
       v.runtime_policy_checksum,
-      sources.runtimePolicies.find(v.runtime_policy_name).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.fail(notStored("runtime_policy_name", v.runtime_policy_name)),
-          onSome: (row) => Effect.succeed(row.runtime_policy)
-        }))
-      )
+      textOf("runtime_policy_name", v.runtime_policy_name, sources.runtimePolicies.find, (row) => row.runtime_policy)
     ).pipe(Effect.catchTag("StoredPolicyUnloadable", (e) => Effect.fail(unusable("runtime_policy", e.message))))
-    const refstate = yield* sources.cache.mb(
-      v.mb_policy_checksum,
-      sources.mbPolicies.find(v.mb_policy_name).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.fail(notStored("mb_policy_name", v.mb_policy_name)),
-          onSome: (row) => Effect.succeed(row.mb_policy)
-        }))
-      )
-    ).pipe(Effect.catchTag("StoredPolicyUnloadable", (e) => Effect.fail(unusable("mb_policy", e.message))))
+    const refstate = yield* sources.cache.mb(v.mb_policy_checksum, textOf("mb_policy_name", v.mb_policy_name, sources.mbPolicies.find, (row) => row.mb_policy))
+      .pipe(Effect.catchTag("StoredPolicyUnloadable", (e) => Effect.fail(unusable("mb_policy", e.message))))
     return { runtime: runtime.compiled, refstate: refstate === null ? undefined : refstate } satisfies AgentStoredPolicies
   })
 
