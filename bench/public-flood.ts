@@ -38,8 +38,8 @@ const SECONDS = arg("seconds", 30)
 const PULL = arg("pull", 8)
 const PUSH = arg("push", 8)
 const CLIENTS = arg("clients", 4)
-/** `verify_worker_nice` of the verifier (--nice; default the option's, 10). */
-const NICE = arg("nice", 10)
+/** `verify_worker_nice` of the verifier (--nice; default the option's, 0). */
+const NICE = arg("nice", 0)
 
 const b64 = (b: Uint8Array | string) => Buffer.from(b).toString("base64")
 const idOf = (i: number) => `f100d000-0000-4000-8000-${String(i).padStart(12, "0")}`

@@ -2,7 +2,7 @@
  * A stateless-check worker thread: judges verify/evidence and verify/identity requests with
  * judgeEvidence.ts and verifyIdentity.ts, away from the event loop that serves agents. It prepares
  * its settings from the first message (WorkerSettings), keeps its own compiled-policy cache and,
- * on Linux, lowers its own scheduling priority (`verify_worker_nice`) so the attestation loop is
+ * on Linux, may lower its own scheduling priority (`verify_worker_nice`) so the attestation loop is
  * served first when the machine is busy. Started by pool.ts; bundled as its own entry (dist/cli/statelessWorker.js).
  */
 import { WorkerRunner } from "@effect/platform"
