@@ -7,7 +7,7 @@
  * and the same request judged in this process by `verifyEvidenceRequest` (the evaluation without
  * HTTP). The verifier's CPU per request (from /proc) does not depend on what else the machine runs.
  *
- *   npm run bench -- verify-evidence [requests]
+ *   npm run bench -- verify-evidence [requests]      (BENCH_VERIFY_NICE=n: the workers' verify_worker_nice)
  */
 import { Effect } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -34,8 +34,10 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
-  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const { pid, tls, url } = yield* spawnVerifier(config, caDir)
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ...(process.env["BENCH_VERIFY_NICE"] === undefined ? [] : [`verify_worker_nice = ${process.env["BENCH_VERIFY_NICE"]}`]), ""].join("\n"))
+  // BENCH_PROF_DIR=<dir>: CPU profiles of the verifier's threads (the main loop's and the stateless workers'), written when it exits
+  const prof = process.env["BENCH_PROF_DIR"]
+  const { pid, tls, url } = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`])
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
   yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
   const send = (method: string, path: string, body?: string) =>
@@ -62,7 +64,10 @@ const main = Effect.gen(function*() {
       return { perS: n / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), serverCpuMs }
     })
 
-  const check = send("POST", "/v2.6/verify/evidence", evidence)
+  // every answer must be the verdict: a refusal (503 when the stateless workers' queue is full) is not a faster request
+  const check = send("POST", "/v2.6/verify/evidence", evidence).pipe(
+    Effect.tap((r) => r.status === 200 ? Effect.void : Effect.dieMessage(`verify/evidence answered ${r.status}: ${r.body.slice(0, 200)}`))
+  )
   const first = yield* check
   const answer = JSON.parse(first.body) as { results: { valid: boolean } }
   if (first.status !== 200 || answer.results.valid !== true) return yield* Effect.dieMessage(`the request is not a valid attestation: ${first.body.slice(0, 300)}`)

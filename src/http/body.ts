@@ -79,13 +79,13 @@ const tooLarge = (limit: number) =>
   new BodyRefused({ reason: "too-large", limit, message: StatusText.tooLarge(limit) })
 
 /**
- * The body as UTF-8 text, at most `maxBytes`, given to `done` once. Past the limit the text is
+ * The body's bytes, at most `maxBytes`, given to `done` once. Past the limit the text is
  * dropped, the refusal given at once, and the rest of the body read and discarded (up to
  * DRAIN_FACTOR × the limit, then the connection is closed) so the answer reaches a client that is
  * still sending. A callback, so a route answered from node's request reads its body before any
  * fiber starts (src/verifier/push/directRoutes.ts); readBodyText is the effect.
  */
-export const collectBodyText = (incoming: http.IncomingMessage, maxBytes: number, done: (read: Either.Either<string, BodyRefused>) => void): void => {
+export const collectBody = (incoming: http.IncomingMessage, maxBytes: number, done: (read: Either.Either<Buffer, BodyRefused>) => void): void => {
   const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
   if (declared > maxBytes) {
     // node discards a declared body it was not asked to read once the answer is written
@@ -111,7 +111,7 @@ export const collectBodyText = (incoming: http.IncomingMessage, maxBytes: number
   }
   const onEnd = () => {
     cleanup()
-    if (!refused) done(Either.right(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+    if (!refused) done(Either.right(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)))
   }
   const onError = (e: Error) => {
     cleanup()
@@ -129,6 +129,14 @@ export const collectBodyText = (incoming: http.IncomingMessage, maxBytes: number
   incoming.once("error", onError)
   incoming.once("aborted", onAborted)
 }
+
+/** collectBody as UTF-8 text. */
+export const collectBodyText = (incoming: http.IncomingMessage, maxBytes: number, done: (read: Either.Either<string, BodyRefused>) => void): void =>
+  collectBody(incoming, maxBytes, (read) => done(Either.map(read, (b) => b.toString("utf8"))))
+
+/** collectBody as an effect: the bytes, undecoded. */
+export const readBodyBytes = (incoming: http.IncomingMessage, maxBytes: number): Effect.Effect<Uint8Array, BodyRefused> =>
+  Effect.async<Uint8Array, BodyRefused>((resume) => collectBody(incoming, maxBytes, (read) => resume(read)))
 
 /** collectBodyText as an effect. */
 export const readBodyText = (incoming: http.IncomingMessage, maxBytes: number): Effect.Effect<string, BodyRefused> =>

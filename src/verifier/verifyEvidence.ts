@@ -39,6 +39,11 @@ export interface VerifyEvidenceContext {
   readonly verifyTee?: TeeVerifier | undefined
   /** A monotonic clock: the evaluation reports when each stage ran (src/ops/stages.ts). */
   readonly now?: StageClock | undefined
+  /**
+   * How the request's runtime policy text becomes a compiled policy: `runtimePolicyOf` unless a
+   * caller caches it (the workers of src/verifier/stateless/ compile a policy once by its hash).
+   */
+  readonly compileRuntimePolicy?: ((text: string) => Either.Either<CompiledPolicy, EvidenceInputInvalid>) | undefined
 }
 
 export interface VerifyEvidenceAnswer {
@@ -52,7 +57,7 @@ const invalidParam = (name: string, reason: string): EvidenceInputInvalid =>
   new EvidenceInputInvalid({ failures: [makeFailure(VerifierFailureType.invalidParam, `invalid parameter "${name}": ${reason}`, { parameter: name })] })
 
 /** A runtime policy as JSON text, or a DSSE envelope around it (whose signature Keylime does not check here either). */
-const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
+export const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
   let json = text
   const env = decodeDsseEnvelopeJson(text)
   if (Either.isRight(env)) {
@@ -98,7 +103,7 @@ const teePolicy = (ctx: VerifyEvidenceContext): AgentPolicy => ({
 const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvidenceContext): Either.Either<VerifyEvidenceAnswer, EvidenceInputInvalid> => {
   let runtimePolicy: CompiledPolicy | undefined
   if (req.runtime_policy !== undefined) {
-    const p = runtimePolicyOf(req.runtime_policy)
+    const p = (ctx.compileRuntimePolicy ?? runtimePolicyOf)(req.runtime_policy)
     if (Either.isLeft(p)) return Either.left(p.left)
     runtimePolicy = p.right
   }
