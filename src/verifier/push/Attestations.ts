@@ -192,7 +192,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
         const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(agentId, now) : undefined
-        yield* repo.recordVerdict(agentId, idx, {
+        const won = yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {
             pass,
@@ -203,6 +203,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           },
           tokenExpiresAt
         })
+        // judged already (another process ran the same verdict, or this one ran it twice): counted there
+        if (!won) {
+          return yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: judged already; this verdict is not recorded`).pipe(
+            Effect.annotateLogs({ agent_id: agentId })
+          )
+        }
         if (tokenExpiresAt !== undefined) sessions.tokenExtended(agentId, tokenExpiresAt)
         yield* liveness.rescheduled(deadlineAt)
         yield* recordAttestation("push", pass, failures.map((f) => f.type))
