@@ -2,7 +2,8 @@
  * The verifier's repositories on SQLite and PostgreSQL: rows round-trip, listings keep creation
  * order, the loop's writes are conditional on `generation` (an admin change in between wins) and
  * on the owner epoch (a loop started later, in any process, wins; the older one's writes all lose),
- * severity only rises, policies in use cannot be deleted, and the notification outbox is bounded.
+ * severity only rises, policies in use cannot be deleted, and the notification outbox is bounded,
+ * hands each due row to one claimer, and stores a verdict's notices in the verdict's transaction.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted, TestClock } from "effect"
@@ -284,6 +285,50 @@ for (const [backend, available] of backends) {
         const later = yield* outbox.due("webhook", 160, 10)
         expect(later.map((n) => [n.payload, n.attempts, n.last_error])).toEqual([["2", 1, "connection refused"]])
         expect((yield* outbox.due("agent", 100, 10)).map((n) => n.payload)).toEqual(["x"])
+      })))
+
+    it.scoped("claims: a due row is handed to one claimer until it settles it or its lease runs out", () =>
+      run(Effect.gen(function*() {
+        const outbox = yield* NotificationOutbox
+        for (const payload of ["1", "2", "3"]) yield* outbox.enqueue({ notifier: "webhook", agentId: "a", payload }, 10)
+        const claim = (claimer: string, now: number, limit = 10) => outbox.claim("webhook", { now, limit, claimer, claimedUntil: now + 60 })
+        const first = yield* claim("p1", 100, 2)
+        expect(first.map((n) => n.payload)).toEqual(["1", "2"])
+        // the other process gets only what p1 did not claim
+        const second = yield* claim("p2", 100)
+        expect(second.map((n) => n.payload)).toEqual(["3"])
+        expect(yield* claim("p2", 100)).toEqual([])
+        // a row is settled only by its claimer
+        yield* outbox.delivered(first[0]!.id, "p2")
+        yield* outbox.retryLater(first[1]!.id, { attempts: 1, nextAttemptAt: 100, error: "x" }, "p2")
+        expect(yield* outbox.pending("webhook")).toBe(3)
+        yield* outbox.delivered(first[0]!.id, "p1")
+        yield* outbox.retryLater(first[1]!.id, { attempts: 1, nextAttemptAt: 100, error: "refused" }, "p1")
+        // a failed row is free again at once; p2's claim on "3" holds until its lease runs out
+        expect((yield* claim("p2", 120)).map((n) => [n.payload, n.attempts])).toEqual([["2", 1]])
+        expect((yield* claim("p1", 159)).map((n) => n.payload)).toEqual([])
+        expect((yield* claim("p1", 181)).map((n) => n.payload)).toEqual(["2", "3"])
+      })))
+
+    it.scoped("a verdict's notices are stored in its transaction: only when its write wins, never without it", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("n1")
+        const outbox = yield* NotificationOutbox
+        const repo = yield* AgentRepo
+        const notice = { notifier: "webhook", agentId: "n1", payload: "revoked" }
+        const verdict = { operationalState: OperationalState.INVALID_QUOTE, valid: false, receivedAt: 10, evaluationState: null, nextPollAt: null }
+        // a write that loses to a newer owner: no notice
+        expect(yield* outbox.withNotices(repo.recordVerdict("n1", fence(0, 5), verdict), [notice], 10)).toEqual({ won: false, dropped: 0 })
+        expect(yield* outbox.pending("webhook")).toBe(0)
+        // a write that fails after the notice's insert would have run: neither stays
+        const failing = Effect.zipRight(repo.recordVerdict("n1", fence(0), verdict), Effect.fail("crash" as const))
+        expect(yield* Effect.flip(outbox.withNotices(failing, [notice], 10))).toEqual("crash")
+        expect([yield* outbox.pending("webhook"), Option.getOrThrow(yield* repo.find("n1")).last_received_quote]).toEqual([0, 0])
+        // a write that wins: its notices with it
+        expect(yield* outbox.withNotices(repo.recordVerdict("n1", fence(0), verdict), [notice, { ...notice, notifier: "agent" }], 10))
+          .toEqual({ won: true, dropped: 0 })
+        expect([yield* outbox.pending("webhook"), yield* outbox.pending("agent")]).toEqual([1, 1])
+        expect(Option.getOrThrow(yield* repo.find("n1")).last_received_quote).toEqual(10)
       })))
   })
 }

@@ -21,13 +21,16 @@ import { evaluateEvidence } from "../evaluate/evaluate.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import type { Evaluation } from "../evaluate/types.js"
 import { type LoopEffect, type LoopEvent, type LoopState, loopStateOf, type MachineConfig, step, type Verdict } from "../machine.js"
-import type { NotificationsShape } from "../notify/Notifications.js"
+import type { NotificationsShape, RevocationRequest } from "../notify/Notifications.js"
 import type { PolicyCache } from "../policy/PolicyCache.js"
 import type { AgentRepo } from "../repo/AgentRepo.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import type { AgentView } from "../repo/rows.js"
 import { type OperationalState, stateName } from "../states.js"
 import { type CompiledAgent, compileAgentPolicy, type LoopSettings, policyKey } from "./agentPolicy.js"
+import { crashPoint } from "./crashPoint.js"
+
+type NotifyEffect = Extract<LoopEffect, { readonly _tag: "Notify" }>
 
 export interface LoopDeps {
   readonly agents: AgentRepo
@@ -206,8 +209,24 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
   const at = (after: number | null | undefined) =>
     after === undefined ? Effect.succeed(undefined) : after === null ? Effect.succeed(null) : Effect.map(nowSeconds, (now) => now + after)
 
-  /** Performs one effect; returns the next event, "finish", or undefined to go on with the next effect. */
-  const perform = (ctx: Ctx, effect: LoopEffect): Effect.Effect<LoopEvent | "finish" | undefined, unknown> => {
+  /** The revocation message a `Notify` asks for, about the quote just judged (or the event alone). */
+  const revocationOf = (ctx: Ctx, notify: NotifyEffect): RevocationRequest => {
+    const h = ctx.judged?.evaluation.severity.highest
+    const context = notify.kind === "revocation" && h !== undefined
+      ? h.failure.context
+      : { message: `agent ${agentId}: ${notify.event.eventId}` }
+    return { agent: ctx.view, kind: notify.kind, event: notify.event, context }
+  }
+
+  /** A write, with the notice that follows it in the same transaction when there is one. */
+  const withNotice = <E>(ctx: Ctx, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, E>) =>
+    notify === undefined ? write : deps.notifications.revocationWith(write, revocationOf(ctx, notify))
+
+  /**
+   * Performs one effect; returns the next event, "finish", or undefined to go on with the next
+   * effect. `notify` is the `Notify` that follows a verdict or a failure: written with it.
+   */
+  const perform = (ctx: Ctx, effect: LoopEffect, notify?: NotifyEffect): Effect.Effect<LoopEvent | "finish" | undefined, unknown> => {
     const won = (ok: boolean, state: OperationalState) =>
       ok ? Effect.as(setAgentState(agentId, state), undefined) : superseded(ctx)
     switch (effect._tag) {
@@ -220,7 +239,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           const judged = ctx.judged
           if (judged === undefined) return { _tag: "Crashed", message: "a verdict to persist without a judged quote" } as LoopEvent
           const next = judged.evaluation.nextState
-          const ok = yield* agents.recordVerdict(agentId, fenceOf(ctx), {
+          const ok = yield* withNotice(ctx, notify, agents.recordVerdict(agentId, fenceOf(ctx), {
             operationalState: effect.operationalState,
             valid: effect.valid,
             receivedAt: judged.receivedAt,
@@ -232,8 +251,9 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             policyChecksums: { runtime: ctx.view.runtime_policy_checksum, mb: ctx.view.mb_policy_checksum },
             // what its EAR is signed from when a relying party asks (src/verifier/pullEar.ts)
             lastVerdict: verdictFactsJson(judged.evaluation, judged.nonce, judged.receivedAt)
-          })
+          }))
           if (!ok) return yield* superseded(ctx)
+          if (!effect.valid) yield* crashPoint("after-invalid-verdict")
           ctx.prior = next
           yield* recordAttestation("pull", effect.valid, judged.evaluation.failures.map((f) => f.type))
           if (effect.valid) yield* observeFreshness(agentId, judged.receivedAt)
@@ -256,7 +276,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       case "PersistFailed":
         return Effect.gen(function*() {
           yield* Effect.logWarning(`agent FAILED: ${effect.event.eventId}`)
-          return yield* won(yield* agents.markFailed(agentId, fenceOf(ctx), { event: effect.event }), 7)
+          return yield* won(yield* withNotice(ctx, notify, agents.markFailed(agentId, fenceOf(ctx), { event: effect.event })), 7)
         })
       case "PersistState":
         return Effect.gen(function*() {
@@ -268,13 +288,9 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           })
           return yield* won(ok, effect.operationalState)
         })
-      case "Notify": {
-        const h = ctx.judged?.evaluation.severity.highest
-        const context = effect.kind === "revocation" && h !== undefined
-          ? h.failure.context
-          : { message: `agent ${agentId}: ${effect.event.eventId}` }
-        return Effect.as(deps.notifications.revocation({ agent: ctx.view, kind: effect.kind, event: effect.event, context }), undefined)
-      }
+      case "Notify":
+        // a Notify on its own (the machine puts one after a verdict or a failure, written with it)
+        return Effect.as(deps.notifications.revocation(revocationOf(ctx, effect)), undefined)
       case "ScheduleNext":
         return Effect.as(Effect.sleep(effect.after * 1000), { _tag: "Tick" } as LoopEvent)
       case "Reload":
@@ -301,8 +317,8 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
   }
 
   /** A failure of the database (or a defect): a StoreError is waited out, anything else is `Crashed`. */
-  const guarded = (ctx: Ctx, effect: LoopEffect) =>
-    perform(ctx, effect).pipe(
+  const guarded = (ctx: Ctx, effect: LoopEffect, notify: NotifyEffect | undefined) =>
+    perform(ctx, effect, notify).pipe(
       Effect.catchAllCause((cause): Effect.Effect<LoopEvent | "finish" | undefined | "store"> => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
@@ -337,9 +353,14 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       const { effects, state } = step(ctx.state, event, deps.machine)
       ctx.state = state
       let next: LoopEvent | "finish" | "store" | undefined
-      for (const effect of effects) {
-        next = yield* guarded(ctx, effect)
+      for (let i = 0; i < effects.length; i++) {
+        const effect = effects[i]!
+        // a verdict or a failure and the notice it causes are one transaction
+        const following = effects[i + 1]
+        const notify = (effect._tag === "PersistVerdict" || effect._tag === "PersistFailed") && following?._tag === "Notify" ? following : undefined
+        next = yield* guarded(ctx, effect, notify)
         if (next !== undefined) break
+        if (notify !== undefined) i++
       }
       if (next === "finish" || next === undefined) return
       if (next === "store") {
