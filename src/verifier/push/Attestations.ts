@@ -50,6 +50,9 @@ const bootSeconds = (text: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000)
 }
 
+/** How often attestations left in evaluating_evidence past verification_timeout are looked for. */
+const RERUN_EVERY_SECONDS = 15
+
 /** The request phase 1 stored (its own JSON, read up to three times per attestation: a plain parse). */
 export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> => {
   const parsed: unknown = JSON.parse(row.evidence_requested)
@@ -68,6 +71,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const handoffs = makeHandoffs()
+    /** "<agent>/<idx>" of the verdicts this process is judging now (the periodic re-run leaves them alone). */
+    const inFlight = new Set<string>()
     const quoteMs = config.quote_interval * 1000
     // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
     // statements and repositories below them), and making them is a large share of an attestation's CPU
@@ -168,6 +173,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
      * stored; run again at start, it reads them.
      */
     const verify = (agentId: string, idx: number, accepted?: Accepted) =>
+      Effect.suspend(() => {
+        const key = `${agentId}/${idx}`
+        inFlight.add(key)
+        return Effect.ensuring(verifyOnce(agentId, idx, accepted), Effect.sync(() => inFlight.delete(key)))
+      })
+    const verifyOnce = (agentId: string, idx: number, accepted?: Accepted) =>
       Effect.gen(function*() {
         let given: Accepted
         if (accepted !== undefined) {
@@ -303,9 +314,20 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       )))
     }
 
-    // verifications a stopped process left half-done are judged again from their stored evidence
-    const pending = yield* Effect.orElseSucceed(repo.evaluating, () => [])
-    for (const p of pending) yield* FiberSet.run(background, verify(p.agentId, p.idx))
+    // verifications a stopped process left half-done are judged again from their stored evidence:
+    // at start every one (a restart), then periodically those whose verification_timeout passed
+    // and that no verdict of this process is judging (their process died). A verdict that runs
+    // twice counts once (the push state follows only the completion it made: attestationStatements.ts)
+    const rerun = (pending: ReadonlyArray<{ readonly agentId: string; readonly idx: number }>) =>
+      Effect.forEach(pending, (p) => inFlight.has(`${p.agentId}/${p.idx}`) ? Effect.void : FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true })
+    yield* rerun(yield* Effect.orElseSucceed(repo.evaluating, () => []))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+      Effect.sleep(Duration.seconds(RERUN_EVERY_SECONDS)),
+      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.evaluatingBefore(now - config.verification_timeout * 1000)).pipe(
+        Effect.flatMap(rerun),
+        Effect.catchAll((e) => Effect.logWarning(`re-running stale push verifications failed: ${e.message}`))
+      )
+    )))
 
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)
