@@ -28,7 +28,7 @@ import type { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import type { AgentView } from "../repo/rows.js"
 import { type OperationalState, stateName } from "../states.js"
 import { type CompiledAgent, compileAgentPolicy, type LoopSettings, policyKey } from "./agentPolicy.js"
-import { crashPoint } from "./crashPoint.js"
+import { crashPoint } from "../testHooks.js"
 
 type NotifyEffect = Extract<LoopEffect, { readonly _tag: "Notify" }>
 

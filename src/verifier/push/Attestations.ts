@@ -20,6 +20,7 @@ import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
 import type { TpmEvidence } from "../evaluate/types.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
+import { holdPushVerdict } from "../testHooks.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
 import { OperationalState } from "../states.js"
@@ -203,6 +204,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
         const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(agentId, now) : undefined
+        yield* holdPushVerdict
         const won = yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {
