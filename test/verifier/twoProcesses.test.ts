@@ -141,7 +141,7 @@ describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
       const reactivated = yield* c.admin(second.url, "PUT", `/v2.6/agents/${id}/reactivate`)
       expect(reactivated.status).toEqual(200)
       // the first process's loop loses its next write to the newer owner and ends (generous for a loaded machine)
-      yield* Effect.promise(() => first.run.waitFor(new RegExp(`agent ${id}: a newer loop owns it`), 60_000)).pipe(Effect.ignore)
+      yield* Effect.tryPromise(() => first.run.waitFor(new RegExp(`agent ${id}: a newer loop owns it`), 30_000)).pipe(Effect.ignore)
       yield* Effect.sleep("3 seconds")
 
       // a window of quote intervals: one loop asks at most once an interval (plus one in flight)
@@ -151,8 +151,8 @@ describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
       yield* Effect.sleep(`${windowS} seconds`)
       const quotes = a.asked.length - asked
       const attestations = (yield* c.status(second.url, id)).attestation_count - counted
-      expect({ quotesAtMost: quotes <= windowS / QUOTE_INTERVAL + 2, attestationsAtMost: attestations <= windowS / QUOTE_INTERVAL + 2, quotes, attestations })
-        .toMatchObject({ quotesAtMost: true, attestationsAtMost: true })
+      expect(quotes, `quotes asked in ${windowS} s (two loops ask twice as many)`).toBeLessThanOrEqual(windowS / QUOTE_INTERVAL + 2)
+      expect(attestations, `attestation_count added in ${windowS} s (two loops count twice)`).toBeLessThanOrEqual(windowS / QUOTE_INTERVAL + 2)
       expect(attestations).toBeGreaterThan(0)
       expect(first.run.output()).toMatch(new RegExp(`agent ${id}: a newer loop owns it \\(owner epoch \\d+, this loop's \\d+\\); this loop ends`))
     }).pipe(Effect.scoped), 400_000)
