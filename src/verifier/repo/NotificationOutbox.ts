@@ -10,6 +10,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { nowSeconds } from "../../db/dialect.js"
+import { inTransaction } from "../../db/transaction.js"
 import { storeError } from "../errors.js"
 import { NotificationRow } from "./rows.js"
 
@@ -59,7 +60,7 @@ export class NotificationOutbox extends Effect.Service<NotificationOutbox>()("at
      */
     const enqueue = Effect.fn("NotificationOutbox.enqueue")(function*(n: NewNotification, bound: number) {
       const now = yield* nowSeconds
-      return yield* sql.withTransaction(insertBounded(n, bound, now)).pipe(Effect.mapError(storeError("enqueue notification")))
+      return yield* inTransaction(sql, insertBounded(n, bound, now)).pipe(Effect.mapError(storeError("enqueue notification")))
     })
 
     /**
@@ -69,7 +70,7 @@ export class NotificationOutbox extends Effect.Service<NotificationOutbox>()("at
      */
     const withNotices = <E, R>(write: Effect.Effect<boolean, E, R>, notices: ReadonlyArray<NewNotification>, bound: number) =>
       Effect.flatMap(nowSeconds, (now) =>
-        sql.withTransaction(Effect.gen(function*() {
+        inTransaction(sql, Effect.gen(function*() {
           if (!(yield* write)) return { won: false, dropped: 0 }
           let dropped = 0
           for (const n of notices) dropped += (yield* insertBounded(n, bound, now)).dropped
