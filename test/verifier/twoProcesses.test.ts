@@ -9,48 +9,30 @@
  * The agents run in this test process on simulated TPMs.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Effect, Layer, Option } from "effect"
-import { writeFileSync } from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { layer as agentLayer, RunningAgent } from "../../src/agent/Agent.js"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
-import { rawRequest } from "../../src/http/client.js"
+import { RunningAgent } from "../../src/agent/Agent.js"
+import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
 import { Agents } from "../../src/verifier/Agents.js"
 import { PushRepo } from "../../src/verifier/push/repo.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
+import { agentStatus, recordedAgent, verifierAdmin, writeVerifierConfig } from "../faults/support.js"
 import { startAttest } from "../support/attestProcess.js"
 import { testDatabase } from "../support/db.js"
 import { needsPostgres } from "../support/requirements.js"
-import { agentBody } from "./pollerSupport.js"
+import { agentBody, waitFor } from "./pollerSupport.js"
 import { validBody, verifierLayer } from "./support.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
-
 const QUOTE_INTERVAL = 1
 const pgOk = await needsPostgres()
 
-/** A simulated agent whose machine counts the quotes it is asked for. */
+/** A simulated agent (the fault suites' recorded one) with its parts at hand. */
 const countedAgent = (agentId: string, dir: string, caPem: string) => {
-  const asked: Array<number> = []
-  const counting = Layer.effect(
-    MeasurementSource,
-    Effect.map(MeasurementSource, (inner) => ({
-      ...inner,
-      imaList: (from: number) => Effect.suspend(() => (asked.push(Date.now()), inner.imaList(from)))
-    }))
-  )
-  const layer = agentLayer({ agentId, dataDir: dir, host: "127.0.0.1", port: 0, trustedClientCa: caPem, payload: { dir: join(dir, "secure"), extractZip: true } }).pipe(
-    Layer.provide(counting),
-    Layer.provideMerge(machineLayer({ name: agentId })),
-    Layer.provideMerge(TpmSimulator.layer({ seed: `two-${agentId}` })),
-    Layer.provide(NodeHttpClient.layerUndici)
-  )
-  return Effect.map(Layer.build(layer), (ctx) => ({ asked, agent: Context.get(ctx, RunningAgent), machine: Context.get(ctx, SimulatedMachine) }))
+  const recorded = recordedAgent(agentId, dir, caPem)
+  return Effect.map(Layer.build(recorded.layer), (ctx) => ({ asked: recorded.asked, agent: Context.get(ctx, RunningAgent), machine: Context.get(ctx, SimulatedMachine) }))
 }
 
 /** A webhook receiver that answers each POST after `delayMs` (a slow one keeps a notice in flight) and counts them. */
@@ -73,17 +55,6 @@ const webhookReceiver = (delayMs: number) =>
     (r) => Effect.promise(() => new Promise<void>((done) => r.server.close(() => done())))
   )
 
-const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean, ms = 120_000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const a = yield* read
-      if (ok(a)) return a
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}; last: ${JSON.stringify(a)}`))
-      yield* Effect.sleep("100 millis")
-    }
-  })
-
 /** A fresh PostgreSQL schema, a CA, and `attest verifier` processes on them with the given lines and environment. */
 const cluster = (extra: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -91,38 +62,16 @@ const cluster = (extra: ReadonlyArray<string>) =>
     const ca = yield* makeTestCa(join(dir, "cv_ca"))
     const db = yield* testDatabase("pg")
     let n = 0
-    const start = (env: Record<string, string> = {}, pattern = LISTENING) =>
+    const start = (env: Record<string, string> = {}) =>
       Effect.gen(function*() {
-        const name = `p${++n}`
-        const config = join(dir, `${name}.toml`)
-        writeFileSync(config, [
-          "[verifier]",
-          "port = 0",
-          `tls_dir = "${ca.dir}"`,
-          `ca_dir = "${ca.dir}"`,
-          `data_dir = "${join(dir, name)}"`,
-          `database_url = "${db.database_url}"`,
-          "metrics_port = 0",
-          `quote_interval = ${QUOTE_INTERVAL}`,
-          "request_timeout = 5",
-          ...extra,
-          ""
-        ].join("\n"))
+        const config = writeVerifierConfig(dir, { caDir: ca.dir, db, port: 0, quoteInterval: QUOTE_INTERVAL, name: `p${++n}`, extra: ["request_timeout = 5", ...extra] })
         const run = startAttest(["verifier", "--config", config], { env })
         yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
-        const line = yield* Effect.promise(() => run.waitFor(pattern, 120_000))
-        return { run, url: pattern.exec(line.text)![1]! }
+        const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
+        return { run, url: LISTENING.exec(line.text)![1]! }
       })
-    const admin = (url: string, method: string, path: string, json?: unknown) =>
-      rawRequest({
-        method,
-        baseUrl: url,
-        path,
-        tls: { ca: ca.caPem, cert: ca.clientCert, key: ca.clientKey },
-        ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } })
-      }).pipe(Effect.orDie)
-    const status = (url: string, id: string) =>
-      Effect.map(admin(url, "GET", `/v2.6/agents/${id}`), (r) => JSON.parse(r.body).results as { operational_state: number; attestation_count: number })
+    const admin = verifierAdmin(ca)
+    const status = (url: string, id: string) => agentStatus(admin, url, id)
     return { dir, ca, db, start, admin, status }
   })
 
