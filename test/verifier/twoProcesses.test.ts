@@ -72,7 +72,15 @@ const cluster = (extra: ReadonlyArray<string>) =>
       })
     const admin = verifierAdmin(ca)
     const status = (url: string, id: string) => agentStatus(admin, url, id)
-    return { dir, ca, db, start, admin, status }
+    /** A simulated pull agent, added through the process at `url`. */
+    const addPullAgent = (url: string, id: string) =>
+      Effect.gen(function*() {
+        const a = yield* countedAgent(id, join(dir, id), ca.caPem)
+        const added = yield* admin(url, "POST", `/v2.6/agents/${id}`, agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }))
+        expect({ agent: id, status: added.status }).toEqual({ agent: id, status: 200 })
+        return a
+      })
+    return { db, start, admin, status, addPullAgent }
   })
 
 describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
@@ -80,10 +88,8 @@ describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
     Effect.gen(function*() {
       const c = yield* cluster(["enabled_revocation_notifications = []"])
       const id = "two-reactivate"
-      const a = yield* countedAgent(id, join(c.dir, id), c.ca.caPem)
       const first = yield* c.start()
-      const added = yield* c.admin(first.url, "POST", `/v2.6/agents/${id}`, agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }))
-      expect(added.status).toEqual(200)
+      const a = yield* c.addPullAgent(first.url, id)
       yield* waitFor("attested twice by the first process", c.status(first.url, id), (s) => s.attestation_count >= 2)
 
       const second = yield* c.start()
@@ -111,11 +117,9 @@ describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
       const hook = yield* webhookReceiver(3_000)
       const c = yield* cluster([`enabled_revocation_notifications = ["webhook"]`, `webhook_url = "${hook.url}"`])
       const id = "two-notice"
-      const a = yield* countedAgent(id, join(c.dir, id), c.ca.caPem)
       const first = yield* c.start()
       const second = yield* c.start()
-      const added = yield* c.admin(second.url, "POST", `/v2.6/agents/${id}`, agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }))
-      expect(added.status).toEqual(200)
+      const a = yield* c.addPullAgent(second.url, id)
       yield* waitFor("attested", c.status(first.url, id), (s) => s.attestation_count >= 1)
       yield* a.machine.measure("/usr/bin/evil", "evil payload")
       yield* waitFor("the notice delivered", Effect.sync(() => hook.bodies.length), (n) => n >= 1)
@@ -130,10 +134,8 @@ describe.skipIf(!pgOk)("two verifier processes on one PostgreSQL", () => {
       const hook = yield* webhookReceiver(0)
       const c = yield* cluster([`enabled_revocation_notifications = ["webhook"]`, `webhook_url = "${hook.url}"`])
       const id = "two-crash"
-      const a = yield* countedAgent(id, join(c.dir, id), c.ca.caPem)
       const doomed = yield* c.start({ ATTEST_TEST_CRASH_AT: "after-invalid-verdict" })
-      const added = yield* c.admin(doomed.url, "POST", `/v2.6/agents/${id}`, agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }))
-      expect(added.status).toEqual(200)
+      const a = yield* c.addPullAgent(doomed.url, id)
       yield* waitFor("attested", c.status(doomed.url, id), (s) => s.attestation_count >= 1)
       yield* a.machine.measure("/usr/bin/evil", "evil payload")
       expect(yield* Effect.promise(() => doomed.run.exited)).toBeNull()
