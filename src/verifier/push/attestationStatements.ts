@@ -127,7 +127,7 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = ${sql.literal(FAILURE_COUNT[failures])},
       attestation_count = attestation_count + ${0}, last_received_at = ${0}, last_success_at = COALESCE(${0}, last_success_at),
       deadline_at = ${0}, evaluation_state = ${""}, updated_at = ${0}
-      WHERE agent_id = ${""}${onlyIfCompleted ? sql` AND EXISTS (SELECT 1 FROM completed)` : sql``} RETURNING agent_id`
+      WHERE agent_id = ${""}${onlyIfCompleted ? sql` AND EXISTS (SELECT 1 FROM completed) RETURNING agent_id` : sql``}`
   const extendTokensSql = (onlyIfCompleted = false) =>
     sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1${
       onlyIfCompleted ? sql` AND EXISTS (SELECT 1 FROM completed)` : sql``
