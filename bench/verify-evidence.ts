@@ -10,19 +10,17 @@
  *   npm run bench -- verify-evidence [requests]
  */
 import { Effect } from "effect"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { acceptAllPolicy } from "../src/boot/policy.js"
 import { rawRequest } from "../src/http/client.js"
 import { parseVersion } from "../src/http/versions.js"
-import { CA_FILES } from "../src/pki/layout.js"
 import { defaultSeverityPolicy, verifyEvidenceRequest } from "../src/verifier/index.js"
-import { spawn } from "node:child_process"
 import { record } from "../test/verifier/support.js"
-import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs } from "./_procCpu.js"
+import { spawnVerifier } from "./_verifierProcess.js"
 
 const REQUESTS = Number(process.argv[2] ?? 3000)
 const CONCURRENCY = 8
@@ -37,23 +35,7 @@ const main = Effect.gen(function*() {
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
   writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const child = spawn(process.execPath, attestCommand(["verifier", "--config", config]), { stdio: ["ignore", "pipe", "inherit"] })
-  yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
-  const url = yield* Effect.async<string>((resume) => {
-    let out = ""
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString()
-      const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
-      if (m) resume(Effect.succeed(m[1]!))
-    })
-    child.once("exit", (code) => resume(Effect.dieMessage(`attest verifier exited (${code}): ${out}`)))
-  })
-  const pid = child.pid!
-  const tls = {
-    ca: readFileSync(join(caDir, CA_FILES.caCert), "utf8"),
-    cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"),
-    key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8")
-  }
+  const { pid, tls, url } = yield* spawnVerifier(config, caDir)
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
   yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
   const send = (method: string, path: string, body?: string) =>

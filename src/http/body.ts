@@ -35,18 +35,19 @@ export interface BodyLimits {
 
 /**
  * True when arrays/objects in `text` nest deeper than `limit` (brackets inside strings do not
- * count). A linear scan with no recursion and no allocation, stopping at the first excess.
+ * count). A linear scan with no recursion and no allocation, stopping at the first excess; a string
+ * is skipped with a native search for its closing quote (a runtime-policy upload is one 15 MB
+ * base64 string, which a loop over its characters took ~0.1 s to cross).
  */
 export const jsonDepthExceeds = (text: string, limit: number): boolean => {
   let depth = 0
-  let inString = false
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 0x5c) i++ // backslash: skip the escaped character
-      else if (c === 0x22) inString = false
-    } else if (c === 0x22) {
-      inString = true
+    if (c === 0x22) {
+      const end = closingQuote(text, i)
+      // unterminated: nothing after it counts (JSON.parse refuses the text anyway)
+      if (end < 0) return false
+      i = end
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > limit) return true
     } else if (c === 0x5d || c === 0x7d) {
@@ -54,6 +55,18 @@ export const jsonDepthExceeds = (text: string, limit: number): boolean => {
     }
   }
   return false
+}
+
+/** The quote that closes the string opened at `open`: the first one after an even run of backslashes; -1 if none. */
+const closingQuote = (text: string, open: number): number => {
+  for (let from = open + 1; ;) {
+    const q = text.indexOf("\"", from)
+    if (q < 0) return -1
+    let backslashes = 0
+    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++
+    if ((backslashes & 1) === 0) return q
+    from = q + 1
+  }
 }
 
 /** Whether the request carries a body at all (a declared length > 0, or chunked). */
