@@ -283,7 +283,7 @@ const program = Effect.gen(function*() {
     const client = yield* makeAgentClient({ cert: read("client-cert.crt"), key: read("client-private.pem"), agentCa: undefined, mtls: true }, 30)
     const target = { agentId: "diag", ip: "127.0.0.1", port: a0.port, mtlsCert: fleet.cert, apiVersion: "2.5" }
     yield* time("integrityQuote (HttpApiClient, TLS keep-alive)", client.integrityQuote(target, { nonce: "abcdefghij0123456789", mask: 0x400, partial: 1, imaEntry: 1_000_000 }).pipe(Effect.scoped))
-    yield* time("recordVerdict", repo.recordVerdict(id, -1, { operationalState: 3, valid: true, receivedAt: 1, evaluationState: row.evaluation_state, nextPollAt: 2 }))
+    yield* time("recordVerdict", repo.recordVerdict(id, { generation: -1, ownerEpoch: 0 }, { operationalState: 3, valid: true, receivedAt: 1, evaluationState: row.evaluation_state, nextPollAt: 2 }))
   }
   const shown = best ?? last!
   console.log(`verifier CPU per attestation / evaluateEvidence alone = ${(shown.cpuPerAttestation / evaluateMs).toFixed(1)}`)

@@ -4,7 +4,10 @@
  * `PollerControl` port the domain calls: `start` (re)starts an agent's loop from its row, `stop`
  * cancels it at once, `isOwned` says whether this process polls it. At start it resumes every agent
  * in an active state with its IMA progress (the row's evaluation_state) and deletes the agents of
- * this verifier left TERMINATED.
+ * this verifier left TERMINATED; from then on it reconciles that list periodically: an active agent
+ * of this verifier whose next poll is long overdue has no live loop anywhere (its process died) and
+ * gets one here. Each loop takes the agent's owner epoch when it starts (AgentRepo.takeOwnership),
+ * so whichever process started a loop last is the only one whose writes land.
  *
  *   PollerLive              PollerControl from VerifierConfig, SqlClient, VerifierClientTls (and
  *                           the default Clock); builds its repositories, PolicyCache, AgentClient
@@ -15,6 +18,7 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Either, FiberMap, Layer, Option } from "effect"
 import { VerifierConfig } from "../config/services.js"
+import { nowSeconds } from "../db/dialect.js"
 import { AgentClient, AgentClientLive } from "./AgentClient.js"
 import type { VerifierClientTls } from "./ClientTls.js"
 import { severityOf, severityPolicyFromOptions } from "./evaluate/severity.js"
@@ -36,6 +40,16 @@ export const DEFAULT_AGENT_API_VERSION = "2.2"
 
 /** A loop that dies of a defect is started again after this long (it reads its row again). */
 const RESTART_AFTER_MS = 5_000
+
+/** How often the list of this verifier's active agents is compared with the loops that run. */
+const RECONCILE_EVERY_MS = 15_000
+
+/**
+ * How long past its next poll an agent's loop may still be at work (a quote asked up to three
+ * times within request_timeout, judged, written) before the agent counts as nobody's.
+ */
+export const orphanAfterSeconds = (o: { readonly request_timeout: number; readonly quote_interval: number }) =>
+  3 * o.request_timeout + o.quote_interval + 30
 
 export const pollerLayer: Layer.Layer<
   PollerControl,
@@ -115,6 +129,18 @@ export const pollerLayer: Layer.Layer<
       yield* Effect.logInfo(`poller: ${active.length} agent(s) of verifier '${config.verifier_id}' resumed`)
     }).pipe(Effect.catchAllCause((cause) => Effect.logError("poller: agents not resumed", cause)))
     yield* resume
+
+    // agents whose loop died with its process (or was never started: its process died right
+    // after the add) get a loop here; a loop running elsewhere keeps its next poll current
+    const reconcile = Effect.gen(function*() {
+      const staleBefore = (yield* nowSeconds) - orphanAfterSeconds(config)
+      for (const agentId of yield* agents.orphansOf(config.verifier_id, staleBefore)) {
+        if (yield* control.isOwned(agentId)) continue
+        yield* Effect.logInfo(`agent ${agentId}: no loop polls it (next poll overdue); starting one`)
+        yield* control.start(agentId)
+      }
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("poller: agents not reconciled", cause)))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(RECONCILE_EVERY_MS), reconcile)))
     return control
   }).pipe(Effect.withSpan("Poller.start"))
 )

@@ -90,7 +90,7 @@ export const startFleet = (pki: TestPki, o: FleetOptions = {}) =>
         Effect.gen(function*() {
           const row = Option.getOrThrow(yield* repo.find(id))
           const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-          const won = yield* repo.recordVerdict(id, row.generation, {
+          const won = yield* repo.recordVerdict(id, { generation: row.generation, ownerEpoch: 0 }, {
             operationalState: v.valid ? 3 : 9,
             valid: v.valid,
             receivedAt: now,

@@ -51,19 +51,34 @@ export const faultSeed = (): number => {
   return given !== undefined && given !== "" ? Number(given) : Math.floor(Math.random() * 2 ** 31)
 }
 
-/** An `attest verifier` configuration file in `dir`: its CA, the database given, a fixed port. */
-export const writeVerifierConfig = (dir: string, o: { readonly caDir: string; readonly db: DatabaseOptions; readonly port: number; readonly quoteInterval: number }) => {
-  const file = join(dir, "attest.toml")
+/**
+ * An `attest verifier` configuration file in `dir` (`<name>.toml`, default attest.toml): its CA, the
+ * database given, a fixed port, no notifiers unless `extra` lines say otherwise.
+ */
+export const writeVerifierConfig = (
+  dir: string,
+  o: {
+    readonly caDir: string
+    readonly db: DatabaseOptions
+    readonly port: number
+    readonly quoteInterval: number
+    readonly name?: string
+    readonly extra?: ReadonlyArray<string>
+  }
+) => {
+  const name = o.name ?? "attest"
+  const file = join(dir, `${name}.toml`)
   writeFileSync(file, [
     "[verifier]",
     `port = ${o.port}`,
     `tls_dir = "${o.caDir}"`,
     `ca_dir = "${o.caDir}"`,
-    `data_dir = "${o.db.data_dir === "" ? join(dir, "verifier") : o.db.data_dir}"`,
+    `data_dir = "${o.db.data_dir === "" ? join(dir, o.name === undefined ? "verifier" : name) : o.db.data_dir}"`,
     `database_url = "${o.db.database_url}"`,
     "metrics_port = 0",
     `quote_interval = ${o.quoteInterval}`,
-    "enabled_revocation_notifications = []",
+    ...(o.extra?.some((l) => l.startsWith("enabled_revocation_notifications")) ? [] : ["enabled_revocation_notifications = []"]),
+    ...(o.extra ?? []),
     ""
   ].join("\n"))
   return file

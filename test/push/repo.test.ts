@@ -3,7 +3,8 @@
  * context reads the agent, its push row and its latest attestation in one statement, deadlines are
  * stored and expire acceptance, restoring acceptance clears them, deleting the agent removes
  * its push rows, pruning keeps each agent's latest attestations and anything still pending, a
- * verdict writes the attestation, the push state and the active token all together or not at all,
+ * verdict writes the attestation, the push state and the active token all together or not at all
+ * (and only once: a verdict on an attestation already judged writes nothing),
  * and sessions: a proof is stored once, a newer one replaces the agent's active session, an
  * administrator's change ends them with its reason, the context read and the accept see the
  * request's session, and expired sessions are deleted.
@@ -124,9 +125,13 @@ describe.each(backends)("push repo on %s", (backend, available) => {
       yield* verdict(2, true, 30, { clearFailures: true, tokenExpiresAt: undefined })
       expect(yield* state).toEqual(Option.some([0, 2, 30, 30, 40, "{\"at\":30}"]))
       expect(yield* token).toEqual(Option.some(500))
-      // a verdict on an attestation no longer being evaluated leaves that attestation as it is
-      yield* verdict(1, false, 40, { clearFailures: true, tokenExpiresAt: undefined })
+      // a verdict on an attestation no longer being evaluated leaves that attestation as it is, and
+      // the push state and the token too: a verdict run twice (two processes) counts once
+      expect(yield* verdict(1, false, 40, { clearFailures: true, tokenExpiresAt: 900 })).toEqual(false)
+      expect(yield* verdict(2, true, 45, { clearFailures: true, tokenExpiresAt: 900 })).toEqual(false)
       expect(yield* attestationOf(1)).toEqual(Option.some(["verification_complete", "pass", null, 20]))
+      expect(yield* state).toEqual(Option.some([0, 2, 30, 30, 40, "{\"at\":30}"]))
+      expect(yield* token).toEqual(Option.some(500))
       // a verdict whose push-state write fails (a trigger refuses it here) changes nothing: the
       // attestation stays being evaluated (judged again at the next start), the token as it was
       yield* judged(3)

@@ -16,8 +16,15 @@ export interface AttestProcess {
   readonly stop: () => Promise<number | null | "timeout">
 }
 
-export const startAttest = (args: ReadonlyArray<string>, options: { readonly cwd?: string } = {}): AttestProcess => {
-  const child = spawn(process.execPath, attestArgs(args), { cwd: options.cwd ?? root, stdio: ["ignore", "pipe", "pipe"] })
+export const startAttest = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string>> } = {}
+): AttestProcess => {
+  const child = spawn(process.execPath, attestArgs(args), {
+    cwd: options.cwd ?? root,
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } })
+  })
   const lines: AttestProcess["lines"] = []
   const buffered = { out: "", err: "" }
   const onData = (key: "out" | "err") => (chunk: Buffer) => {

@@ -287,7 +287,7 @@ for (const [backend, available] of backends) {
         expect(yield* agents.list()).toEqual({ uuids: [["l1"], ["l2"]] })
         expect(yield* agents.list("default")).toEqual({ uuids: [["l1"], ["l2"]] })
         expect(yield* agents.list("other")).toEqual({ uuids: [] })
-        yield* repo.recordVerdict("l1", 0, {
+        yield* repo.recordVerdict("l1", { generation: 0, ownerEpoch: 0 }, {
           operationalState: OperationalState.GET_QUOTE,
           valid: true,
           receivedAt: 1234,
@@ -361,7 +361,7 @@ for (const [backend, available] of backends) {
         const read = Option.getOrThrow(yield* repo.find("s1")).generation
         yield* agents.stop("s1")
         expect(poller.calls.at(-1)).toEqual({ op: "stop", agentId: "s1" })
-        const won = yield* repo.recordVerdict("s1", read, {
+        const won = yield* repo.recordVerdict("s1", { generation: read, ownerEpoch: 0 }, {
           operationalState: OperationalState.GET_QUOTE,
           valid: true,
           receivedAt: 99,

@@ -1,7 +1,9 @@
 /**
  * The verifier's repositories on SQLite and PostgreSQL: rows round-trip, listings keep creation
- * order, the loop's writes are conditional on `generation` (an admin change in between wins),
- * severity only rises, policies in use cannot be deleted, and the notification outbox is bounded.
+ * order, the loop's writes are conditional on `generation` (an admin change in between wins) and
+ * on the owner epoch (a loop started later, in any process, wins; the older one's writes all lose),
+ * severity only rises, policies in use cannot be deleted, and the notification outbox is bounded,
+ * hands each due row to one claimer, and stores a verdict's notices in the verdict's transaction.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted, TestClock } from "effect"
@@ -35,6 +37,9 @@ const newAgent = (agentId: string, verifierId = "default"): NewAgent => ({
   accept_tpm_signing_algs: ["rsassa"],
   supported_version: "2.2"
 })
+
+/** The fence of a loop that read `generation` and took no owner epoch (a fresh agent's is 0). */
+const fence = (generation: number, ownerEpoch = 0) => ({ generation, ownerEpoch })
 
 /** An agent with its own empty policies, as agent creation stores it. */
 const addAgent = (agentId: string, verifierId = "default") =>
@@ -106,13 +111,13 @@ for (const [backend, available] of backends) {
           algorithms: { hashAlg: "sha256", encAlg: "rsa", signAlg: "rsassa" },
           nextPollAt: 1002
         }
-        expect(yield* repo.recordVerdict("g1", read, verdict)).toBe(true)
+        expect(yield* repo.recordVerdict("g1", fence(read), verdict)).toBe(true)
         const stopped = yield* repo.adminUpdate("g1", { operationalState: OperationalState.TENANT_FAILED })
         expect(stopped).toEqual(Option.some(read + 1))
-        expect(yield* repo.recordVerdict("g1", read, { ...verdict, receivedAt: 2000 })).toBe(false)
-        expect(yield* repo.recordRetry("g1", read, { operationalState: 4, retryCount: 1, nextPollAt: 5 })).toBe(false)
-        expect(yield* repo.markFailed("g1", read, { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(false)
-        expect(yield* repo.setState("g1", read, { operationalState: OperationalState.GET_QUOTE })).toBe(false)
+        expect(yield* repo.recordVerdict("g1", fence(read), { ...verdict, receivedAt: 2000 })).toBe(false)
+        expect(yield* repo.recordRetry("g1", fence(read), { operationalState: 4, retryCount: 1, nextPollAt: 5 })).toBe(false)
+        expect(yield* repo.markFailed("g1", fence(read), { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(false)
+        expect(yield* repo.setState("g1", fence(read), { operationalState: OperationalState.GET_QUOTE })).toBe(false)
         const after = Option.getOrThrow(yield* repo.find("g1"))
         expect(after).toMatchObject({
           operational_state: 10,
@@ -126,7 +131,46 @@ for (const [backend, available] of backends) {
         })
         // an unknown agent: no generation, and no loop write lands
         expect(yield* repo.adminUpdate("missing", { operationalState: 10 })).toEqual(Option.none())
-        expect(yield* repo.recordVerdict("missing", 0, verdict)).toBe(false)
+        expect(yield* repo.recordVerdict("missing", fence(0), verdict)).toBe(false)
+      })))
+
+    it.scoped("a loop write with the owner epoch it took wins until a newer loop takes the agent; then every write of the older loop loses", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("o1")
+        yield* addAgent("o2", "other-verifier")
+        const repo = yield* AgentRepo
+        const first = Option.getOrThrow(yield* repo.takeOwnership("o1", "default"))
+        const verdict = { operationalState: OperationalState.GET_QUOTE, valid: true, receivedAt: 1000, evaluationState: null, nextPollAt: 1002 }
+        expect(yield* repo.recordVerdict("o1", fence(0, first), verdict)).toBe(true)
+        // a second loop (a reactivate through another process) takes the next epoch
+        const second = Option.getOrThrow(yield* repo.takeOwnership("o1", "default"))
+        expect(second).toEqual(first + 1)
+        expect(yield* repo.recordVerdict("o1", fence(0, first), { ...verdict, receivedAt: 2000 })).toBe(false)
+        expect(yield* repo.recordRetry("o1", fence(0, first), { operationalState: 4, retryCount: 1, nextPollAt: 5 })).toBe(false)
+        expect(yield* repo.markFailed("o1", fence(0, first), { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(false)
+        expect(yield* repo.setState("o1", fence(0, first), { operationalState: OperationalState.START })).toBe(false)
+        expect(yield* repo.recordVerdict("o1", fence(0, second), { ...verdict, receivedAt: 3000 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.find("o1"))).toMatchObject({ attestation_count: 2, last_received_quote: 3000, operational_state: 3 })
+        expect(yield* repo.ownership("o1")).toEqual(Option.some({ operationalState: 3, ownerEpoch: second }))
+        // only this verifier's agents are taken
+        expect(yield* repo.takeOwnership("o2", "default")).toEqual(Option.none())
+        expect(yield* repo.takeOwnership("missing", "default")).toEqual(Option.none())
+        expect(yield* repo.ownership("missing")).toEqual(Option.none())
+      })))
+
+    it.scoped("orphans: active pull agents of this verifier whose next poll is long overdue", () =>
+      run(Effect.gen(function*() {
+        yield* TestClock.setTime(1_000_000)
+        for (const id of ["late", "due", "fresh"]) yield* addAgent(id)
+        yield* addAgent("elsewhere", "other-verifier")
+        const repo = yield* AgentRepo
+        expect(yield* repo.recordRetry("late", fence(0), { operationalState: 4, retryCount: 1, nextPollAt: 100 })).toBe(true)
+        expect(yield* repo.recordRetry("due", fence(0), { operationalState: 4, retryCount: 1, nextPollAt: 900 })).toBe(true)
+        expect(yield* repo.recordRetry("elsewhere", fence(0), { operationalState: 4, retryCount: 1, nextPollAt: 100 })).toBe(true)
+        yield* repo.adminUpdate("fresh", { operationalState: OperationalState.TENANT_FAILED })
+        // "fresh" is stopped (not active); before its first poll an agent counts from its last change (1000 s)
+        expect(yield* repo.orphansOf("default", 500)).toEqual(["late"])
+        expect(yield* repo.orphansOf("default", 1001)).toEqual(["late", "due"])
       })))
 
     it.scoped("a verdict judged against a policy that was replaced meanwhile loses, like a stale generation", () =>
@@ -142,10 +186,10 @@ for (const [backend, available] of backends) {
           nextPollAt: 1002
         }
         const judgedWith = { runtime: view.runtime_policy_checksum, mb: view.mb_policy_checksum }
-        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, policyChecksums: judgedWith })).toBe(true)
-        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, receivedAt: 2000, policyChecksums: { ...judgedWith, runtime: "replaced" } }))
+        expect(yield* repo.recordVerdict("p1", fence(view.generation), { ...verdict, policyChecksums: judgedWith })).toBe(true)
+        expect(yield* repo.recordVerdict("p1", fence(view.generation), { ...verdict, receivedAt: 2000, policyChecksums: { ...judgedWith, runtime: "replaced" } }))
           .toBe(false)
-        expect(yield* repo.recordVerdict("p1", view.generation, { ...verdict, receivedAt: 3000, policyChecksums: { ...judgedWith, mb: "replaced" } }))
+        expect(yield* repo.recordVerdict("p1", fence(view.generation), { ...verdict, receivedAt: 3000, policyChecksums: { ...judgedWith, mb: "replaced" } }))
           .toBe(false)
         expect(Option.getOrThrow(yield* repo.find("p1")).last_received_quote).toEqual(1000)
       })))
@@ -156,7 +200,7 @@ for (const [backend, available] of backends) {
         const repo = yield* AgentRepo
         const g = 0
         const invalid = (eventId: string, severityLevel: number, receivedAt: number) =>
-          repo.recordVerdict("s1", g, {
+          repo.recordVerdict("s1", fence(g), {
             operationalState: OperationalState.INVALID_QUOTE,
             valid: false,
             receivedAt,
@@ -169,7 +213,7 @@ for (const [backend, available] of backends) {
         let row = Option.getOrThrow(yield* repo.find("s1"))
         expect([row.severity_level, row.last_event_id, row.last_received_quote, row.attestation_count, row.last_successful_attestation])
           .toEqual([3, "ima.pcr_mismatch", 11, 0, 0])
-        expect(yield* repo.markFailed("s1", g, { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(true)
+        expect(yield* repo.markFailed("s1", fence(g), { event: { eventId: "internal.verifier.not_reachable", severityLevel: 6 } })).toBe(true)
         row = Option.getOrThrow(yield* repo.find("s1"))
         expect([row.operational_state, row.severity_level, row.last_event_id, row.next_poll_at]).toEqual([7, 6, "internal.verifier.not_reachable", null])
       })))
@@ -178,10 +222,10 @@ for (const [backend, available] of backends) {
       run(Effect.gen(function*() {
         yield* addAgent("r1")
         const repo = yield* AgentRepo
-        expect(yield* repo.recordRetry("r1", 0, { operationalState: OperationalState.GET_QUOTE_RETRY, retryCount: 2, nextPollAt: 77 })).toBe(true)
+        expect(yield* repo.recordRetry("r1", fence(0), { operationalState: OperationalState.GET_QUOTE_RETRY, retryCount: 2, nextPollAt: 77 })).toBe(true)
         expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({ operational_state: 4, retry_count: 2, next_poll_at: 77 })
-        expect(yield* repo.setState("r1", 0, { operationalState: OperationalState.GET_QUOTE, vDelivered: true, retryCount: 0, nextPollAt: 80 })).toBe(true)
-        yield* repo.recordVerdict("r1", 0, { operationalState: 3, valid: true, receivedAt: 5, evaluationState: "{}", nextPollAt: 7 })
+        expect(yield* repo.setState("r1", fence(0), { operationalState: OperationalState.GET_QUOTE, vDelivered: true, retryCount: 0, nextPollAt: 80 })).toBe(true)
+        yield* repo.recordVerdict("r1", fence(0), { operationalState: 3, valid: true, receivedAt: 5, evaluationState: "{}", nextPollAt: 7 })
         expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({ v_delivered: true, retry_count: 0, evaluation_state: "{}" })
         expect(yield* repo.adminUpdate("r1", { operationalState: OperationalState.START, resetProgress: true })).toEqual(Option.some(1))
         expect(Option.getOrThrow(yield* repo.find("r1"))).toMatchObject({
@@ -241,6 +285,50 @@ for (const [backend, available] of backends) {
         const later = yield* outbox.due("webhook", 160, 10)
         expect(later.map((n) => [n.payload, n.attempts, n.last_error])).toEqual([["2", 1, "connection refused"]])
         expect((yield* outbox.due("agent", 100, 10)).map((n) => n.payload)).toEqual(["x"])
+      })))
+
+    it.scoped("claims: a due row is handed to one claimer until it settles it or its lease runs out", () =>
+      run(Effect.gen(function*() {
+        const outbox = yield* NotificationOutbox
+        for (const payload of ["1", "2", "3"]) yield* outbox.enqueue({ notifier: "webhook", agentId: "a", payload }, 10)
+        const claim = (claimer: string, now: number, limit = 10) => outbox.claim("webhook", { now, limit, claimer, claimedUntil: now + 60 })
+        const first = yield* claim("p1", 100, 2)
+        expect(first.map((n) => n.payload)).toEqual(["1", "2"])
+        // the other process gets only what p1 did not claim
+        const second = yield* claim("p2", 100)
+        expect(second.map((n) => n.payload)).toEqual(["3"])
+        expect(yield* claim("p2", 100)).toEqual([])
+        // a row is settled only by its claimer
+        yield* outbox.delivered(first[0]!.id, "p2")
+        yield* outbox.retryLater(first[1]!.id, { attempts: 1, nextAttemptAt: 100, error: "x" }, "p2")
+        expect(yield* outbox.pending("webhook")).toBe(3)
+        yield* outbox.delivered(first[0]!.id, "p1")
+        yield* outbox.retryLater(first[1]!.id, { attempts: 1, nextAttemptAt: 100, error: "refused" }, "p1")
+        // a failed row is free again at once; p2's claim on "3" holds until its lease runs out
+        expect((yield* claim("p2", 120)).map((n) => [n.payload, n.attempts])).toEqual([["2", 1]])
+        expect((yield* claim("p1", 159)).map((n) => n.payload)).toEqual([])
+        expect((yield* claim("p1", 181)).map((n) => n.payload)).toEqual(["2", "3"])
+      })))
+
+    it.scoped("a verdict's notices are stored in its transaction: only when its write wins, never without it", () =>
+      run(Effect.gen(function*() {
+        yield* addAgent("n1")
+        const outbox = yield* NotificationOutbox
+        const repo = yield* AgentRepo
+        const notice = { notifier: "webhook", agentId: "n1", payload: "revoked" }
+        const verdict = { operationalState: OperationalState.INVALID_QUOTE, valid: false, receivedAt: 10, evaluationState: null, nextPollAt: null }
+        // a write that loses to a newer owner: no notice
+        expect(yield* outbox.withNotices(repo.recordVerdict("n1", fence(0, 5), verdict), [notice], 10)).toEqual({ won: false, dropped: 0 })
+        expect(yield* outbox.pending("webhook")).toBe(0)
+        // a write that fails after the notice's insert would have run: neither stays
+        const failing = Effect.zipRight(repo.recordVerdict("n1", fence(0), verdict), Effect.fail("crash" as const))
+        expect(yield* Effect.flip(outbox.withNotices(failing, [notice], 10))).toEqual("crash")
+        expect([yield* outbox.pending("webhook"), Option.getOrThrow(yield* repo.find("n1")).last_received_quote]).toEqual([0, 0])
+        // a write that wins: its notices with it
+        expect(yield* outbox.withNotices(repo.recordVerdict("n1", fence(0), verdict), [notice, { ...notice, notifier: "agent" }], 10))
+          .toEqual({ won: true, dropped: 0 })
+        expect([yield* outbox.pending("webhook"), yield* outbox.pending("agent")]).toEqual([1, 1])
+        expect(Option.getOrThrow(yield* repo.find("n1")).last_received_quote).toEqual(10)
       })))
   })
 }

@@ -16,6 +16,8 @@ import m0021 from "./0021_push_sessions.js"
 import m0022 from "./0022_push_attestations.js"
 import m0023 from "./0023_verifier_last_verdict.js"
 import m0024 from "./0024_push_session_binding.js"
+import m0025 from "./0025_verifier_owner_epoch.js"
+import m0026 from "./0026_verifier_notification_claims.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -30,5 +32,7 @@ export const migrations = {
   "0021_push_sessions": m0021,
   "0022_push_attestations": m0022,
   "0023_verifier_last_verdict": m0023,
-  "0024_push_session_binding": m0024
+  "0024_push_session_binding": m0024,
+  "0025_verifier_owner_epoch": m0025,
+  "0026_verifier_notification_claims": m0026
 } as const

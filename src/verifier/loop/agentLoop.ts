@@ -1,7 +1,9 @@
 /**
  * One agent's pull loop: runs `machine.step` and performs its effects in order — ask for a quote
  * and judge it with `evaluateEvidence`, deliver V, persist through AgentRepo's generation protocol
- * (a write that loses to an admin change feeds `Superseded`), queue notifications, wait with
+ * (a write that loses to an admin change feeds `Superseded`) fenced by the owner epoch the loop
+ * takes when it starts (a write lost to a newer loop, in this process or another, ends this one),
+ * queue notifications, wait with
  * `Effect.sleep` (Clock, so TestClock drives it). Each quote cycle is a span; every log line carries
  * the agent id. A database that does not answer is waited out (the row is read again), never a
  * verdict; a defect inside a cycle is the machine's `Crashed`.
@@ -19,7 +21,7 @@ import { evaluateEvidence } from "../evaluate/evaluate.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
 import type { Evaluation } from "../evaluate/types.js"
 import { type LoopEffect, type LoopEvent, type LoopState, loopStateOf, type MachineConfig, step, type Verdict } from "../machine.js"
-import type { NotificationsShape } from "../notify/Notifications.js"
+import type { NotificationsShape, RevocationRequest } from "../notify/Notifications.js"
 import type { PolicyCache } from "../policy/PolicyCache.js"
 import type { AgentRepo } from "../repo/AgentRepo.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
@@ -27,6 +29,9 @@ import type { AgentView } from "../repo/rows.js"
 import { type OperationalState, stateName } from "../states.js"
 import type { CompileSettings } from "../../attestation/compileAgentPolicy.js"
 import { type CompiledAgent, compilePullAgent, policyKey } from "./agentPolicy.js"
+import { crashPoint } from "../testHooks.js"
+
+type NotifyEffect = Extract<LoopEffect, { readonly _tag: "Notify" }>
 
 export interface LoopDeps {
   readonly agents: AgentRepo
@@ -49,10 +54,12 @@ export interface LoopDeps {
   readonly storeRetrySeconds: number
 }
 
-/** The loop's working memory: the row it acts for, the generation it read, the evaluator's state. */
+/** The loop's working memory: the row it acts for, the generation it read, its owner epoch, the evaluator's state. */
 interface Ctx {
   view: AgentView
   generation: number
+  /** Taken when the loop started; every write is conditional on it. */
+  readonly epoch: number
   state: LoopState
   prior: EvaluationState
   compiled: CompiledAgent | undefined
@@ -67,11 +74,12 @@ const priorOf = (view: AgentView): EvaluationState => {
   return Either.isRight(decoded) ? decoded.right : initialEvaluationState
 }
 
-const ctxOf = (view: AgentView): Ctx => {
+const ctxOf = (view: AgentView, epoch: number): Ctx => {
   const prior = priorOf(view)
   return {
     view,
     generation: view.generation,
+    epoch,
     prior,
     state: loopStateOf(view, { pubkeyKnown: prior.nk !== null, imaEntry: prior.ima.nextEntry }),
     compiled: undefined,
@@ -113,9 +121,25 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
 
   const load = agents.findView(agentId)
 
-  /** After a lost write: what the row says now (a deleted row ends the loop as TERMINATED would). */
-  const superseded = Effect.map(agents.find(agentId), (row): LoopEvent =>
-    Option.isNone(row) ? { _tag: "Superseded", storedState: 8 } : { _tag: "Superseded", storedState: row.value.operational_state })
+  /**
+   * After a lost write: what the row says now (a deleted row ends the loop as TERMINATED would). A
+   * newer owner epoch means another loop (here or in another process) polls the agent now: this
+   * one ends without reading the row again, so two loops never both write.
+   */
+  const superseded = (ctx: Ctx) =>
+    Effect.flatMap(agents.ownership(agentId), (row): Effect.Effect<LoopEvent | "finish"> => {
+      if (Option.isNone(row)) return Effect.succeed({ _tag: "Superseded", storedState: 8 })
+      if (row.value.ownerEpoch !== ctx.epoch) {
+        return Effect.as(
+          Effect.logWarning(`agent ${agentId}: a newer loop owns it (owner epoch ${row.value.ownerEpoch}, this loop's ${ctx.epoch}); this loop ends`).pipe(
+            Effect.zipRight(client.release(agentId))
+          ),
+          "finish" as const
+        )
+      }
+      return Effect.succeed({ _tag: "Superseded", storedState: row.value.operationalState })
+    })
+  const fenceOf = (ctx: Ctx) => ({ generation: ctx.generation, ownerEpoch: ctx.epoch })
 
   const fetchAndJudge = (ctx: Ctx, request: Extract<LoopEffect, { _tag: "RequestQuote" }>) =>
     Effect.gen(function*() {
@@ -186,10 +210,26 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
   const at = (after: number | null | undefined) =>
     after === undefined ? Effect.succeed(undefined) : after === null ? Effect.succeed(null) : Effect.map(nowSeconds, (now) => now + after)
 
-  /** Performs one effect; returns the next event, "finish", or undefined to go on with the next effect. */
-  const perform = (ctx: Ctx, effect: LoopEffect): Effect.Effect<LoopEvent | "finish" | undefined, unknown> => {
+  /** The revocation message a `Notify` asks for, about the quote just judged (or the event alone). */
+  const revocationOf = (ctx: Ctx, notify: NotifyEffect): RevocationRequest => {
+    const h = ctx.judged?.evaluation.severity.highest
+    const context = notify.kind === "revocation" && h !== undefined
+      ? h.failure.context
+      : { message: `agent ${agentId}: ${notify.event.eventId}` }
+    return { agent: ctx.view, kind: notify.kind, event: notify.event, context }
+  }
+
+  /** A write, with the notice that follows it in the same transaction when there is one. */
+  const withNotice = <E>(ctx: Ctx, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, E>) =>
+    notify === undefined ? write : deps.notifications.revocationWith(write, revocationOf(ctx, notify))
+
+  /**
+   * Performs one effect; returns the next event, "finish", or undefined to go on with the next
+   * effect. `notify` is the `Notify` that follows a verdict or a failure: written with it.
+   */
+  const perform = (ctx: Ctx, effect: LoopEffect, notify?: NotifyEffect): Effect.Effect<LoopEvent | "finish" | undefined, unknown> => {
     const won = (ok: boolean, state: OperationalState) =>
-      ok ? Effect.as(setAgentState(agentId, state), undefined) : superseded
+      ok ? Effect.as(setAgentState(agentId, state), undefined) : superseded(ctx)
     switch (effect._tag) {
       case "RequestQuote":
         return fetchAndJudge(ctx, effect)
@@ -200,7 +240,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           const judged = ctx.judged
           if (judged === undefined) return { _tag: "Crashed", message: "a verdict to persist without a judged quote" } as LoopEvent
           const next = judged.evaluation.nextState
-          const ok = yield* agents.recordVerdict(agentId, ctx.generation, {
+          const ok = yield* withNotice(ctx, notify, agents.recordVerdict(agentId, fenceOf(ctx), {
             operationalState: effect.operationalState,
             valid: effect.valid,
             receivedAt: judged.receivedAt,
@@ -212,8 +252,9 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
             policyChecksums: { runtime: ctx.view.runtime_policy_checksum, mb: ctx.view.mb_policy_checksum },
             // what its EAR is signed from when a relying party asks (src/verifier/pullEar.ts)
             lastVerdict: verdictFactsJson(judged.evaluation, judged.nonce, judged.receivedAt)
-          })
-          if (!ok) return yield* superseded
+          }))
+          if (!ok) return yield* superseded(ctx)
+          if (!effect.valid) yield* crashPoint("after-invalid-verdict")
           ctx.prior = next
           yield* recordAttestation("pull", effect.valid, judged.evaluation.failures.map((f) => f.type))
           if (effect.valid) yield* observeFreshness(agentId, judged.receivedAt)
@@ -226,7 +267,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       case "PersistRetry":
         return Effect.gen(function*() {
           yield* Effect.logInfo(`agent not reachable; retry ${effect.retryCount}/${deps.machine.maxRetries} in ${effect.after} s`)
-          const ok = yield* agents.recordRetry(agentId, ctx.generation, {
+          const ok = yield* agents.recordRetry(agentId, fenceOf(ctx), {
             operationalState: effect.operationalState,
             retryCount: effect.retryCount,
             nextPollAt: (yield* nowSeconds) + effect.after
@@ -236,11 +277,11 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       case "PersistFailed":
         return Effect.gen(function*() {
           yield* Effect.logWarning(`agent FAILED: ${effect.event.eventId}`)
-          return yield* won(yield* agents.markFailed(agentId, ctx.generation, { event: effect.event }), 7)
+          return yield* won(yield* withNotice(ctx, notify, agents.markFailed(agentId, fenceOf(ctx), { event: effect.event })), 7)
         })
       case "PersistState":
         return Effect.gen(function*() {
-          const ok = yield* agents.setState(agentId, ctx.generation, {
+          const ok = yield* agents.setState(agentId, fenceOf(ctx), {
             operationalState: effect.operationalState,
             vDelivered: effect.vDelivered,
             retryCount: effect.retryCount,
@@ -248,20 +289,16 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
           })
           return yield* won(ok, effect.operationalState)
         })
-      case "Notify": {
-        const h = ctx.judged?.evaluation.severity.highest
-        const context = effect.kind === "revocation" && h !== undefined
-          ? h.failure.context
-          : { message: `agent ${agentId}: ${effect.event.eventId}` }
-        return Effect.as(deps.notifications.revocation({ agent: ctx.view, kind: effect.kind, event: effect.event, context }), undefined)
-      }
+      case "Notify":
+        // a Notify on its own (the machine puts one after a verdict or a failure, written with it)
+        return Effect.as(deps.notifications.revocation(revocationOf(ctx, effect)), undefined)
       case "ScheduleNext":
         return Effect.as(Effect.sleep(effect.after * 1000), { _tag: "Tick" } as LoopEvent)
       case "Reload":
         return Effect.gen(function*() {
           const view = yield* load
           if (Option.isNone(view)) return "finish" as const
-          Object.assign(ctx, ctxOf(view.value))
+          Object.assign(ctx, ctxOf(view.value, ctx.epoch))
           return { _tag: "Begin" } as LoopEvent
         })
       case "DeleteAgent":
@@ -281,8 +318,8 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
   }
 
   /** A failure of the database (or a defect): a StoreError is waited out, anything else is `Crashed`. */
-  const guarded = (ctx: Ctx, effect: LoopEffect) =>
-    perform(ctx, effect).pipe(
+  const guarded = (ctx: Ctx, effect: LoopEffect, notify: NotifyEffect | undefined) =>
+    perform(ctx, effect, notify).pipe(
       Effect.catchAllCause((cause): Effect.Effect<LoopEvent | "finish" | undefined | "store"> => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
@@ -301,7 +338,10 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       yield* Effect.logInfo("not polled: the agent is attested by push")
       return
     }
-    const ctx = ctxOf(first.value)
+    // the fencing token: from here on a loop started later (any process) wins every write
+    const epoch = yield* agents.takeOwnership(agentId, deps.verifierId)
+    if (Option.isNone(epoch)) return
+    const ctx = ctxOf(first.value, epoch.value)
     yield* setAgentState(agentId, ctx.state.operationalState)
     // resuming: an agent whose next poll is due later waits for it (no herd of quotes at start-up)
     const nextPollAt = first.value.next_poll_at
@@ -314,16 +354,21 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       const { effects, state } = step(ctx.state, event, deps.machine)
       ctx.state = state
       let next: LoopEvent | "finish" | "store" | undefined
-      for (const effect of effects) {
-        next = yield* guarded(ctx, effect)
+      for (let i = 0; i < effects.length; i++) {
+        const effect = effects[i]!
+        // a verdict or a failure and the notice it causes are one transaction
+        const following = effects[i + 1]
+        const notify = (effect._tag === "PersistVerdict" || effect._tag === "PersistFailed") && following?._tag === "Notify" ? following : undefined
+        next = yield* guarded(ctx, effect, notify)
         if (next !== undefined) break
+        if (notify !== undefined) i++
       }
       if (next === "finish" || next === undefined) return
       if (next === "store") {
         yield* Effect.sleep(deps.storeRetrySeconds * 1000)
         const view = yield* Effect.option(load)
         if (Option.isSome(view) && Option.isNone(view.value)) return
-        if (Option.isSome(view) && Option.isSome(view.value)) Object.assign(ctx, ctxOf(view.value.value))
+        if (Option.isSome(view) && Option.isSome(view.value)) Object.assign(ctx, ctxOf(view.value.value, ctx.epoch))
         event = { _tag: "Begin" }
         continue
       }

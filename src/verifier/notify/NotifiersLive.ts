@@ -7,10 +7,14 @@
  * - `webhook`: POST the same `{msg, signature}` JSON to `webhook_url`.
  * A failed delivery is retried after `notification_retry_interval` doubling up to
  * `notification_max_interval`, until delivered (or `notification_max_attempts`). Queuing is an
- * insert; the loop never waits for a delivery. The queue lives in the database, so a restart
- * loses nothing either.
+ * insert in the verdict's transaction; the loop never waits for a delivery. The queue lives in the
+ * database, so a restart (or a crash right after the verdict) loses nothing either. Each row
+ * carries what its delivery needs (the webhook URL of the verifier that judged, the target agent's
+ * address), and a worker claims rows before it delivers them (NotificationOutbox.claim), so any
+ * process sharing the database delivers each notice once.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
+import * as crypto from "node:crypto"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Clock, Context, Effect, Either, Layer, Option, Queue, Schema } from "effect"
 import { VerifierConfig } from "../../config/services.js"
@@ -18,16 +22,30 @@ import { nowSeconds } from "../../db/dialect.js"
 import { recordNotificationDelivery, setNotificationQueueDepth } from "../../ops/metrics.js"
 import { AgentClient } from "../AgentClient.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
-import { NotificationOutbox } from "../repo/NotificationOutbox.js"
+import { type NewNotification, NotificationOutbox } from "../repo/NotificationOutbox.js"
 import type { NotificationRow } from "../repo/rows.js"
 import { type RevocationBody, revocationBody } from "../revocation.js"
-import { Notifications, type NotificationsShape } from "./Notifications.js"
+import { Notifications, type NotificationsShape, type RevocationRequest } from "./Notifications.js"
 
 export type NotifierName = "agent" | "webhook"
 
-/** What a queued row carries: the signed body, and for `agent` the agent to send it to. */
+/** Where an `agent` row goes, as the judging verifier knew it when it queued the row. */
+const Address = Schema.Struct({
+  ip: Schema.String,
+  port: Schema.Number,
+  mtls_cert: Schema.NullOr(Schema.String),
+  api_version: Schema.String
+})
+
+/**
+ * What a queued row carries: the signed body; for `webhook` the URL of the verifier that judged;
+ * for `agent` the agent to send it to and its address (rows queued by older versions lack the
+ * last two: the delivering process's webhook_url and the agent's row then stand in).
+ */
 const Payload = Schema.parseJson(Schema.Struct({
   target: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+  address: Schema.optional(Address),
   body: Schema.Struct({ msg: Schema.String, signature: Schema.String })
 }))
 const encodePayload = Schema.encodeSync(Payload)
@@ -37,7 +55,9 @@ const decodePayload = Schema.decodeUnknownEither(Payload)
 export const notificationBackoff = (attempts: number, base: number, max: number): number =>
   Math.min(max, base * 2 ** Math.max(0, attempts - 1))
 
-const DUE_BATCH = 64
+/** Deliveries at once per notifier; a worker claims twice as many rows a round. */
+const CONCURRENCY = 8
+const DUE_BATCH = CONCURRENCY * 2
 const IDLE_POLL_MS = 1000
 
 export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | NotificationOutbox | AgentRepo | AgentClient> = Layer.scoped(
@@ -60,16 +80,17 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
     const depth = (n: NotifierName) =>
       outbox.pending(n).pipe(Effect.flatMap((d) => setNotificationQueueDepth(n, d)), Effect.ignore)
 
-    const enqueue = (notifier: NotifierName, agentId: string, payload: string) =>
-      outbox.enqueue({ notifier, agentId, payload }, config.notification_queue_size).pipe(
-        Effect.tap(({ dropped }) =>
-          dropped > 0
-            ? Effect.logWarning(`${notifier} notification queue full (${config.notification_queue_size}): dropped the ${dropped} oldest`)
-            : Effect.void
-        )
-      )
+    // this process's claims on queued rows; a claim outlives two delivery attempts' timeouts
+    const claimer = crypto.randomUUID()
+    const leaseSeconds = 2 * config.request_timeout + 30
 
-    const revocation: NotificationsShape["revocation"] = (req) =>
+    const warnDropped = (notifier: string, dropped: number) =>
+      dropped > 0
+        ? Effect.logWarning(`${notifier} notification queue full (${config.notification_queue_size}): dropped the ${dropped} oldest`)
+        : Effect.void
+
+    /** The rows of one revocation message: one per notifier and target, each with what its delivery needs. */
+    const noticesOf = (req: RevocationRequest) =>
       Effect.gen(function*() {
         const v = req.agent
         const labels = config.severity_labels
@@ -87,24 +108,55 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
         // a key that cannot sign (stored by a laxer version): the notice still goes out, unsigned
         if (Either.isLeft(body)) yield* Effect.logError(`revocation message sent unsigned: ${body.left.message}`)
         const signed: RevocationBody = Either.isRight(body) ? body.right : Either.getOrThrow(revocationBody(input, ""))
+        const rows: Array<NewNotification> = []
         for (const n of notifiers) {
-          if (n === "webhook") yield* enqueue(n, v.agent_id, encodePayload({ body: signed }))
+          if (n === "webhook") rows.push({ notifier: n, agentId: v.agent_id, payload: encodePayload({ url: webhookUrl, body: signed }) })
           else {
-            const others = (yield* agents.listIds(v.verifier_id)).filter((id) => id !== v.agent_id)
-            for (const target of [v.agent_id, ...others]) yield* enqueue(n, v.agent_id, encodePayload({ target, body: signed }))
+            const others = (yield* agents.listViews(v.verifier_id)).filter((o) => o.agent_id !== v.agent_id)
+            for (const target of [v, ...others]) {
+              const address = { ip: target.ip, port: target.port, mtls_cert: target.mtls_cert, api_version: target.supported_version ?? "2.2" }
+              rows.push({ notifier: n, agentId: v.agent_id, payload: encodePayload({ target: target.agent_id, address, body: signed }) })
+            }
           }
+        }
+        return rows
+      })
+
+    /** After the rows were stored: the workers wake, the queue depths are measured again. */
+    const queued = (req: RevocationRequest) =>
+      Effect.gen(function*() {
+        for (const n of notifiers) {
           yield* depth(n)
           yield* Queue.offer(wakes.get(n)!, undefined)
         }
         yield* Effect.logInfo(`${req.kind} notification queued for ${notifiers.join(", ") || "no notifier"} (${req.event.eventId})`)
+      })
+
+    const revocation: NotificationsShape["revocation"] = (req) =>
+      Effect.gen(function*() {
+        for (const row of yield* noticesOf(req)) {
+          const { dropped } = yield* outbox.enqueue(row, config.notification_queue_size)
+          yield* warnDropped(row.notifier, dropped)
+        }
+        yield* queued(req)
       }).pipe(
         Effect.catchAll((e) => Effect.logError(`revocation notification not queued: ${e.message}`)),
         Effect.annotateLogs("agent_id", req.agent.agent_id),
         Effect.withSpan("Notifications.revocation")
       )
 
-    const deliverWebhook = (body: RevocationBody) =>
-      HttpClientRequest.post(webhookUrl).pipe(
+    const revocationWith: NotificationsShape["revocationWith"] = (write, req) =>
+      Effect.gen(function*() {
+        const rows = yield* noticesOf(req)
+        const { won, dropped } = yield* outbox.withNotices(write, rows, config.notification_queue_size)
+        if (!won) return false
+        yield* warnDropped("revocation", dropped)
+        yield* queued(req)
+        return true
+      }).pipe(Effect.annotateLogs("agent_id", req.agent.agent_id), Effect.withSpan("Notifications.revocationWith"))
+
+    const deliverWebhook = (url: string, body: RevocationBody) =>
+      HttpClientRequest.post(url).pipe(
         HttpClientRequest.bodyUnsafeJson(body),
         http.execute,
         Effect.flatMap((res) => res.status >= 200 && res.status < 300 ? Effect.void : Effect.fail(new Error(`webhook answered ${res.status}`))),
@@ -118,10 +170,20 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
         const payload = decodePayload(row.payload)
         if (Either.isLeft(payload)) return "dropped" as const
         if (notifier === "webhook") {
-          yield* deliverWebhook(payload.right.body)
+          const url = payload.right.url ?? webhookUrl
+          if (url === "") return "dropped" as const
+          yield* deliverWebhook(url, payload.right.body)
           return "delivered" as const
         }
         const target = payload.right.target ?? row.agent_id
+        const address = payload.right.address
+        if (address !== undefined) {
+          yield* client.revocation(
+            { agentId: target, ip: address.ip, port: address.port, mtlsCert: address.mtls_cert, apiVersion: address.api_version },
+            payload.right.body
+          )
+          return "delivered" as const
+        }
         const view = yield* agents.find(target)
         if (Option.isNone(view)) return "dropped" as const
         const v = view.value
@@ -137,7 +199,7 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
         Effect.flatMap((r) =>
           Effect.gen(function*() {
             if (Either.isRight(r)) {
-              yield* outbox.delivered(row.id)
+              yield* outbox.delivered(row.id, claimer)
               yield* recordNotificationDelivery(notifier, true)
               return
             }
@@ -145,12 +207,12 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
             yield* recordNotificationDelivery(notifier, false)
             const error = r.left instanceof Error ? r.left.message : String(r.left)
             if (config.notification_max_attempts > 0 && attempts >= config.notification_max_attempts) {
-              yield* outbox.delivered(row.id)
+              yield* outbox.delivered(row.id, claimer)
               yield* Effect.logWarning(`${notifier} notification about ${row.agent_id} given up after ${attempts} attempts: ${error}`)
               return
             }
             const after = notificationBackoff(attempts, config.notification_retry_interval, config.notification_max_interval)
-            yield* outbox.retryLater(row.id, { attempts, nextAttemptAt: (yield* nowSeconds) + after, error })
+            yield* outbox.retryLater(row.id, { attempts, nextAttemptAt: (yield* nowSeconds) + after, error }, claimer)
             yield* Effect.logInfo(`${notifier} notification about ${row.agent_id} not delivered (attempt ${attempts}): ${error}; retry in ${after} s`)
           })
         ),
@@ -160,9 +222,10 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
     const worker = (notifier: NotifierName) => {
       const wake = wakes.get(notifier)!
       const round = Effect.gen(function*() {
-        const rows = yield* outbox.due(notifier, yield* nowSeconds, DUE_BATCH)
+        const now = yield* nowSeconds
+        const rows = yield* outbox.claim(notifier, { now, limit: DUE_BATCH, claimer, claimedUntil: now + leaseSeconds })
         if (rows.length > 0) {
-          yield* Effect.forEach(rows, (row) => settle(notifier, row), { concurrency: 8, discard: true })
+          yield* Effect.forEach(rows, (row) => settle(notifier, row), { concurrency: CONCURRENCY, discard: true })
           yield* depth(notifier)
         }
         if (rows.length < DUE_BATCH) yield* Effect.race(Queue.take(wake), Effect.sleep(IDLE_POLL_MS))
@@ -176,6 +239,6 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
       yield* depth(n)
       yield* Effect.forkScoped(worker(n))
     }
-    return { revocation }
+    return { revocation, revocationWith }
   })
 )

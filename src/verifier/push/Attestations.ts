@@ -21,6 +21,7 @@ import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../evaluate/evaluate.js"
 import type { TpmEvidence } from "../evaluate/types.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
+import { holdPushVerdict } from "../testHooks.js"
 import { AgentRepo } from "../repo/AgentRepo.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
 import { OperationalState } from "../states.js"
@@ -51,6 +52,9 @@ const bootSeconds = (text: string): number | undefined => {
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000)
 }
 
+/** How often attestations left in evaluating_evidence past verification_timeout are looked for. */
+const RERUN_EVERY_SECONDS = 15
+
 /** The request phase 1 stored (its own JSON, read up to three times per attestation: a plain parse). */
 export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> => {
   const parsed: unknown = JSON.parse(row.evidence_requested)
@@ -69,6 +73,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const policies = yield* makeAgentPolicies
     const background = yield* FiberSet.make()
     const handoffs = makeHandoffs()
+    /** "<agent>/<idx>" of the verdicts this process is judging now (the periodic re-run leaves them alone). */
+    const inFlight = new Set<string>()
     const quoteMs = config.quote_interval * 1000
     // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
     // statements and repositories below them), and making them is a large share of an attestation's CPU
@@ -169,6 +175,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
      * stored; run again at start, it reads them.
      */
     const verify = (agentId: string, idx: number, accepted?: Accepted) =>
+      Effect.suspend(() => {
+        const key = `${agentId}/${idx}`
+        inFlight.add(key)
+        return Effect.ensuring(verifyOnce(agentId, idx, accepted), Effect.sync(() => inFlight.delete(key)))
+      })
+    const verifyOnce = (agentId: string, idx: number, accepted?: Accepted) =>
       Effect.gen(function*() {
         let given: Accepted
         if (accepted !== undefined) {
@@ -193,7 +205,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
         const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(agentId, now) : undefined
-        yield* repo.recordVerdict(agentId, idx, {
+        yield* holdPushVerdict
+        const won = yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
           outcome: {
             pass,
@@ -204,6 +217,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           },
           tokenExpiresAt
         })
+        // judged already (another process ran the same verdict, or this one ran it twice): counted there
+        if (!won) {
+          return yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: judged already; this verdict is not recorded`).pipe(
+            Effect.annotateLogs({ agent_id: agentId })
+          )
+        }
         if (tokenExpiresAt !== undefined) sessions.tokenExtended(agentId, tokenExpiresAt)
         yield* liveness.rescheduled(deadlineAt)
         yield* recordAttestation("push", pass, failures.map((f) => f.type))
@@ -302,9 +321,20 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       )))
     }
 
-    // verifications a stopped process left half-done are judged again from their stored evidence
-    const pending = yield* Effect.orElseSucceed(repo.evaluating, () => [])
-    for (const p of pending) yield* FiberSet.run(background, verify(p.agentId, p.idx))
+    // verifications a stopped process left half-done are judged again from their stored evidence:
+    // at start every one (a restart), then periodically those whose verification_timeout passed
+    // and that no verdict of this process is judging (their process died). A verdict that runs
+    // twice counts once (the push state follows only the completion it made: attestationStatements.ts)
+    const rerun = (pending: ReadonlyArray<{ readonly agentId: string; readonly idx: number }>) =>
+      Effect.forEach(pending, (p) => inFlight.has(`${p.agentId}/${p.idx}`) ? Effect.void : FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true })
+    yield* rerun(yield* Effect.orElseSucceed(repo.evaluating, () => []))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+      Effect.sleep(Duration.seconds(RERUN_EVERY_SECONDS)),
+      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.evaluatingBefore(now - config.verification_timeout * 1000)).pipe(
+        Effect.flatMap(rerun),
+        Effect.catchAll((e) => Effect.logWarning(`re-running stale push verifications failed: ${e.message}`))
+      )
+    )))
 
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)

@@ -59,8 +59,12 @@ export interface AttestationStatements {
   readonly recordOutcome: (agentId: string, w: OutcomeWrite) => Effect.Effect<void, VerifierStoreError>
   /** A passed attestation extends the agent's active token. */
   readonly extendAgentTokens: (agentId: string, expiresAt: number) => Effect.Effect<void, VerifierStoreError>
-  /** A verdict's writes, in one transaction. */
-  readonly recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => Effect.Effect<void, VerifierStoreError>
+  /**
+   * A verdict's writes, in one transaction, only if it completes the attestation: false, with
+   * nothing written, when the attestation was judged already (the verdict ran twice, e.g. in two
+   * processes), so a verdict counts once.
+   */
+  readonly recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => Effect.Effect<boolean, VerifierStoreError>
 }
 
 /** How a verdict moves the failure count: a pass clears it (auto_recover_attestation_failures) or keeps it; a fail adds one. */
@@ -120,21 +124,26 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     failure_reason = ${""}, failures = ${""}, verification_completed_at = ${0}
     WHERE agent_id = ${""} AND idx = ${0} AND stage = 'evaluating_evidence'`
   /** The push state after a verdict; the three ways a verdict moves the failure count, each its own text, with the same parameters. */
-  const outcomeSql = (failures: OutcomeKind) =>
+  const outcomeSql = (failures: OutcomeKind, onlyIfCompleted = false) =>
     sql`UPDATE push_agents SET accept_attestations = 1, consecutive_failures = ${sql.literal(FAILURE_COUNT[failures])},
       attestation_count = attestation_count + ${0}, last_received_at = ${0}, last_success_at = COALESCE(${0}, last_success_at),
       deadline_at = ${0}, evaluation_state = ${""}, updated_at = ${0}
-      WHERE agent_id = ${""}`
-  const extendTokensSql = sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1`
-  const COMPLETE_ATTESTATION = compiled(completeSql)
+      WHERE agent_id = ${""}${onlyIfCompleted ? sql` AND EXISTS (SELECT 1 FROM completed) RETURNING agent_id` : sql``}`
+  const extendTokensSql = (onlyIfCompleted = false) =>
+    sql`UPDATE push_sessions SET token_expires_at = ${0} WHERE agent_id = ${""} AND active = 1${
+      onlyIfCompleted ? sql` AND EXISTS (SELECT 1 FROM completed)` : sql``
+    }`
+  const COMPLETE_ATTESTATION = compiled(sql`${completeSql} RETURNING idx`)
   const OUTCOME = { passClearing: compiled(outcomeSql("passClearing")), pass: compiled(outcomeSql("pass")), fail: compiled(outcomeSql("fail")) }
-  const EXTEND_AGENT_TOKENS = compiled(extendTokensSql)
+  const EXTEND_AGENT_TOKENS = compiled(extendTokensSql())
   // PostgreSQL writes a verdict as one statement (data-modifying CTEs: atomic, one round trip,
-  // where BEGIN and COMMIT would be two more); SQLite has no DML in a CTE and uses a transaction
+  // where BEGIN and COMMIT would be two more); SQLite has no DML in a CTE and uses a transaction.
+  // The push state and the token follow only a completion this verdict made (`completed`): the
+  // attestation's row lock makes a second run of the same verdict complete nothing
   const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   const verdictPg = (kind: OutcomeKind, extendsTokens: boolean) =>
-    compiled(sql`WITH completed AS (${completeSql} RETURNING idx)${extendsTokens ? sql`, extended AS (${extendTokensSql} RETURNING agent_id)` : sql``}
-      ${outcomeSql(kind)}`)
+    compiled(sql`WITH completed AS (${completeSql} RETURNING idx)${extendsTokens ? sql`, extended AS (${extendTokensSql(true)} RETURNING agent_id)` : sql``}
+      ${outcomeSql(kind, true)}`)
   const VERDICT_PG = isPg
     ? {
       passClearing: [verdictPg("passClearing", false), verdictPg("passClearing", true)],
@@ -177,8 +186,10 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
   const statementsOn = (c: ReservedConnection): AttestationStatements => {
     const exec = (operation: string, statement: Compiled, params: ReadonlyArray<unknown>) =>
       Effect.mapError(c.run(statement, params), storeError(operation))
-    const completeAttestation = (agentId: string, idx: number, r: VerdictWrite) =>
-      Effect.asVoid(exec("complete attestation", COMPLETE_ATTESTATION, completeParams(agentId, idx, r)))
+    /** True when this write moved the attestation from evaluating_evidence to verification_complete. */
+    const completing = (agentId: string, idx: number, r: VerdictWrite) =>
+      Effect.map(exec("complete attestation", COMPLETE_ATTESTATION, completeParams(agentId, idx, r)), (rows) => rows.length > 0)
+    const completeAttestation = (agentId: string, idx: number, r: VerdictWrite) => Effect.asVoid(completing(agentId, idx, r))
     const outcomeParams = (agentId: string, w: OutcomeWrite) => [w.pass ? 1 : 0, w.at, w.pass ? w.at : null, w.deadlineAt, w.evaluationState, w.at, agentId]
     const completeParams = (agentId: string, idx: number, r: VerdictWrite) => [r.pass ? "pass" : "fail", r.reason, r.failures, r.at, agentId, idx]
     const recordOutcome = (agentId: string, w: OutcomeWrite) => Effect.asVoid(exec("record push outcome", OUTCOME[outcomeKind(w)], outcomeParams(agentId, w)))
@@ -206,16 +217,20 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
       recordVerdict: (agentId, idx, v) => {
         if (VERDICT_PG !== undefined) {
           const extending = v.tokenExpiresAt !== undefined
-          return Effect.asVoid(exec("record verdict", VERDICT_PG[outcomeKind(v.outcome)][extending ? 1 : 0], [
-            ...completeParams(agentId, idx, v.verdict),
-            ...(extending ? [v.tokenExpiresAt, agentId] : []),
-            ...outcomeParams(agentId, v.outcome)
-          ]))
+          return Effect.map(
+            exec("record verdict", VERDICT_PG[outcomeKind(v.outcome)][extending ? 1 : 0], [
+              ...completeParams(agentId, idx, v.verdict),
+              ...(extending ? [v.tokenExpiresAt, agentId] : []),
+              ...outcomeParams(agentId, v.outcome)
+            ]),
+            (rows) => rows.length > 0
+          )
         }
         return c.transaction(Effect.gen(function*() {
-          yield* completeAttestation(agentId, idx, v.verdict)
+          if (!(yield* completing(agentId, idx, v.verdict))) return false
           yield* recordOutcome(agentId, v.outcome)
           if (v.tokenExpiresAt !== undefined) yield* extendAgentTokens(agentId, v.tokenExpiresAt)
+          return true
         })).pipe(Effect.mapError((e) => e instanceof SqlError.SqlError ? storeError("record verdict")(e) : e))
       }
     }

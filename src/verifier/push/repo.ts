@@ -171,11 +171,18 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
           AND idx <= (SELECT MAX(m.idx) FROM push_attestations m WHERE m.agent_id = push_attestations.agent_id) - ${keep}`
       ).pipe(Effect.asVoid)
 
-    /** Verifications a stopped process left in evaluating_evidence (they are run again at start). */
-    const evaluating = run(
-      "list evaluating attestations",
-      sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence'`
-    ).pipe(Effect.map((rows) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))))
+    /**
+     * Attestations in evaluating_evidence (their verdict is run again at start), or only those
+     * whose evidence arrived before `receivedBefore` (epoch ms): left by a process that died.
+     */
+    const evaluatingBefore = (receivedBefore?: number) =>
+      run(
+        "list evaluating attestations",
+        sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence'${
+          receivedBefore === undefined ? sql`` : sql` AND evidence_received_at < ${receivedBefore}`
+        }`
+      ).pipe(Effect.map((rows) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))))
+    const evaluating = evaluatingBefore()
 
     return {
       findSession,
@@ -205,7 +212,8 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => grouped((s) => s.recordVerdict(agentId, idx, v)),
       grouped,
       pruneAttestations,
-      evaluating
+      evaluating,
+      evaluatingBefore
     } as const
   })
 }) {}

@@ -1,7 +1,8 @@
 /**
  * `verifier_agents`: the admin operations (insert, read, list, delete, admin state changes that bump
- * `generation`) and the loop's writes, each conditional on the generation the loop read: a write
- * that loses to an admin change reports `false` and changes nothing. `severity_level` and
+ * `generation`) and the loop's writes, each conditional on the generation the loop read and on the
+ * owner epoch it took when it started (its fencing token, migration 0025): a write that loses to an
+ * admin change or to a newer loop (another process) reports `false` and changes nothing. `severity_level` and
  * `last_event_id` only ever increase. Same SQL on SQLite and PostgreSQL.
  */
 import { SqlClient, type Statement } from "@effect/sql"
@@ -12,6 +13,18 @@ import { ACTIVE_STATES, OperationalState } from "../states.js"
 import { AGENT_COLUMNS, AgentRow, AgentView } from "./rows.js"
 import { agentsWithPolicyFacts } from "./policyFacts.js"
 import { nextSeq } from "./seq.js"
+
+/** What a loop's write is conditional on: the generation it read and the owner epoch it took. */
+export interface LoopFence {
+  readonly generation: number
+  readonly ownerEpoch: number
+}
+
+/** Who owns the agent's loop now, and its state (what a loop whose write lost reads). */
+export interface Ownership {
+  readonly operationalState: number
+  readonly ownerEpoch: number
+}
 
 /** What agent creation stores; the loop's columns start at their initial values. */
 export interface NewAgent {
@@ -254,20 +267,20 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     const conditional = (
       operation: string,
       agentId: string,
-      generation: number,
+      fence: LoopFence,
       sets: ReadonlyArray<Statement.Fragment>,
       also: Statement.Fragment = sql`1 = 1`
     ) =>
       Effect.flatMap(nowSeconds, (now) =>
         sql`UPDATE verifier_agents SET ${sql.csv([...sets, sql`updated_at = ${now}`])}
-          WHERE agent_id = ${agentId} AND generation = ${generation} AND ${also} RETURNING agent_id`.pipe(
+          WHERE agent_id = ${agentId} AND generation = ${fence.generation} AND owner_epoch = ${fence.ownerEpoch} AND ${also} RETURNING agent_id`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(storeError(operation))
         ))
 
     /** After a judged quote: state, counters, timestamps, event (only increasing), evaluator state. */
     // a plain function (no Effect.fn): it runs once per quote of every agent, and sql.execute is its span
-    const recordVerdict = (agentId: string, generation: number, w: VerdictWrite) => {
+    const recordVerdict = (agentId: string, fence: LoopFence, w: VerdictWrite) => {
       const sets: Array<Statement.Fragment> = [
         sql`operational_state = ${w.operationalState}`,
         sql`attestation_count = attestation_count + ${w.valid ? 1 : 0}`,
@@ -285,7 +298,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
         sql`next_poll_at = ${w.nextPollAt}`,
         ...(w.lastVerdict === undefined ? [] : [sql`last_verdict = ${w.lastVerdict}`])
       ]
-      return conditional("record verdict", agentId, generation, sets, w.policyChecksums === undefined ? undefined : policiesUnchanged(w.policyChecksums))
+      return conditional("record verdict", agentId, fence, sets, w.policyChecksums === undefined ? undefined : policiesUnchanged(w.policyChecksums))
     }
 
     /** The facts of the agent's last pull verdict (JSON), none when the agent does not exist; null before its first verdict. */
@@ -299,8 +312,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** An unreachable agent: the retry number and when the next attempt is due. */
-    const recordRetry = Effect.fn("AgentRepo.recordRetry")(function*(agentId: string, generation: number, w: RetryWrite) {
-      return yield* conditional("record retry", agentId, generation, [
+    const recordRetry = Effect.fn("AgentRepo.recordRetry")(function*(agentId: string, fence: LoopFence, w: RetryWrite) {
+      return yield* conditional("record retry", agentId, fence, [
         sql`operational_state = ${w.operationalState}`,
         sql`retry_count = ${w.retryCount}`,
         sql`next_poll_at = ${w.nextPollAt}`
@@ -308,8 +321,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** The loop gives up (not reachable, no quote, no V, exception): FAILED with its event. */
-    const markFailed = Effect.fn("AgentRepo.markFailed")(function*(agentId: string, generation: number, w: FailedWrite) {
-      return yield* conditional("mark failed", agentId, generation, [
+    const markFailed = Effect.fn("AgentRepo.markFailed")(function*(agentId: string, fence: LoopFence, w: FailedWrite) {
+      return yield* conditional("mark failed", agentId, fence, [
         sql`operational_state = ${w.operationalState ?? OperationalState.FAILED}`,
         ...eventSets(w.event),
         sql`next_poll_at = ${null}`
@@ -317,8 +330,8 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** A state change of the loop (START → GET_QUOTE, PROVIDE_V → GET_QUOTE after V, …). */
-    const setState = Effect.fn("AgentRepo.setState")(function*(agentId: string, generation: number, w: StateWrite) {
-      return yield* conditional("set state", agentId, generation, [
+    const setState = Effect.fn("AgentRepo.setState")(function*(agentId: string, fence: LoopFence, w: StateWrite) {
+      return yield* conditional("set state", agentId, fence, [
         sql`operational_state = ${w.operationalState}`,
         ...(w.vDelivered === undefined ? [] : [sql`v_delivered = ${w.vDelivered ? 1 : 0}`]),
         ...(w.retryCount === undefined ? [] : [sql`retry_count = ${w.retryCount}`]),
@@ -326,7 +339,42 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       ])
     })
 
+    // --- ownership of the loop (the fencing token) ---
+
+    /** A loop of `verifierId` starts: the next owner epoch, which fences out every older loop; None when the agent is not this verifier's. */
+    const takeOwnership = Effect.fn("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string) {
+      const rows = yield* sql<{ owner_epoch: unknown }>`UPDATE verifier_agents SET owner_epoch = owner_epoch + 1
+        WHERE agent_id = ${agentId} AND verifier_id = ${verifierId} RETURNING owner_epoch`.pipe(Effect.mapError(storeError("take agent ownership")))
+      return rows.length === 0 ? Option.none<number>() : Option.some(Number(rows[0]!.owner_epoch))
+    })
+
+    /** The agent's state and owner epoch; None for an unknown id. */
+    const ownership = Effect.fn("AgentRepo.ownership")(function*(agentId: string) {
+      const rows = yield* sql<{ operational_state: unknown; owner_epoch: unknown }>`SELECT operational_state, owner_epoch
+        FROM verifier_agents WHERE agent_id = ${agentId}`.pipe(Effect.mapError(storeError("read agent ownership")))
+      const r = rows[0]
+      return r === undefined
+        ? Option.none<Ownership>()
+        : Option.some<Ownership>({ operationalState: Number(r.operational_state), ownerEpoch: Number(r.owner_epoch) })
+    })
+
+    /**
+     * Active pull agents of `verifierId` nobody polls: their next poll (or, before the first one,
+     * their last change) is older than `staleBefore` (epoch seconds), as when their process died.
+     */
+    const orphansOf = Effect.fn("AgentRepo.orphansOf")(function*(verifierId: string, staleBefore: number) {
+      const rows = yield* sql<{ agent_id: string }>`SELECT a.agent_id FROM verifier_agents a
+        WHERE a.verifier_id = ${verifierId} AND ${sql.in("a.operational_state", active)}
+          AND COALESCE(a.next_poll_at, a.updated_at) < ${staleBefore}
+          AND NOT EXISTS (SELECT 1 FROM push_agents p WHERE p.agent_id = a.agent_id)
+        ORDER BY a.seq, a.agent_id`.pipe(Effect.mapError(storeError("list orphaned agents")))
+      return rows.map((r) => String(r.agent_id))
+    })
+
     return {
+      takeOwnership,
+      ownership,
+      orphansOf,
       insert,
       find,
       findView,
