@@ -48,7 +48,7 @@ export const bytesNear = (samples: ReadonlyArray<Uint8Array>, maxRandom = 512): 
     {
       weight: 4,
       arbitrary: fc.tuple(fc.constantFrom(...samples), fc.array(mutation(samples[0]?.length ?? 0), { minLength: 1, maxLength: 4 })).map(
-        ([s, ms]) => ms.reduce((b, m) => m(b), new Uint8Array(s))
+        ([s, ms]): Uint8Array => ms.reduce((b: Uint8Array, m: Mutation) => m(b), new Uint8Array(s))
       )
     }
   )

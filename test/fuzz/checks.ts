@@ -2,7 +2,10 @@
 import { Either } from "effect"
 import { expect } from "vitest"
 
-/** `f` answers (never throws); when it fails, the failure is the typed error `tag`. */
+/**
+ * `f` answers (never throws); when it fails, the failure is the typed error `tag` ("string": a
+ * reason text, for the few parsers whose callers word the error themselves).
+ */
 export const typedOutcome = <A, E>(what: string, tag: string, f: () => Either.Either<A, E>): Either.Either<A, E> => {
   let r: Either.Either<A, E>
   try {
@@ -12,8 +15,9 @@ export const typedOutcome = <A, E>(what: string, tag: string, f: () => Either.Ei
   }
   expect(Either.isEither(r), `${what} answers an Either`).toBe(true)
   if (Either.isLeft(r)) {
-    expect((r.left as { _tag?: unknown })._tag, `${what} fails with ${tag}`).toBe(tag)
-    expect(internalError(r.left), `${what}: a JavaScript error caught and passed on as the reason`).toBeUndefined()
+    if (tag === "string") expect(typeof r.left, `${what} fails with a reason`).toBe("string")
+    else expect((r.left as { _tag?: unknown })._tag, `${what} fails with ${tag}`).toBe(tag)
+    expect(internalError(typeof r.left === "string" ? { reason: r.left } : r.left), `${what}: a JavaScript error caught and passed on as the reason`).toBeUndefined()
   }
   return r
 }
