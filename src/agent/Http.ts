@@ -180,6 +180,18 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       }
     }
 
+    /**
+     * The request target as a URL. An origin-form target is a path even when it starts with "//"
+     * (as a URL reference that would name a host: `GET //` was a 500, found by the agent-routes fuzzer).
+     */
+    const requestTarget = (target: string): URL | undefined => {
+      try {
+        return target.startsWith("/") ? new URL(`https://agent${target}`) : new URL(target)
+      } catch {
+        return undefined
+      }
+    }
+
     const limits = { maxBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const app: HttpApp.Default = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -190,7 +202,8 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
         if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
         body = read.right
       }
-      const url = new URL(request.url, "https://agent")
+      const url = requestTarget(request.url)
+      if (url === undefined) return envelopeResponse(400, "Bad Request: the request target is not a path")
       const method = request.method
       const path = url.pathname
       const query: Record<string, string> = {}

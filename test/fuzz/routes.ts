@@ -7,7 +7,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, FastCheck as fc } from "effect"
-import { readFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { readdirSync, readFileSync } from "node:fs"
 import * as http from "node:http"
 import * as https from "node:https"
 import { join } from "node:path"
@@ -180,7 +181,13 @@ export const send = (baseUrl: string, tls: ClientTls | undefined, req: FuzzReque
         path: req.path,
         headers,
         agent: false,
-        ...(tls === undefined ? {} : { ca: tls.ca, ...(tls.cert === undefined ? {} : { cert: tls.cert, key: tls.key }) }),
+        ...(tls === undefined
+          ? {}
+          : {
+            ca: tls.ca,
+            ...(tls.cert === undefined ? {} : { cert: tls.cert, key: tls.key }),
+            ...(tls.checkServerIdentity === false ? { checkServerIdentity: () => undefined } : {})
+          }),
         timeout: 60_000
       }, (res) => {
         const chunks: Array<Buffer> = []
@@ -253,6 +260,20 @@ export const checkNothingStored = (req: FuzzRequest, res: FuzzResponse, before: 
       if (!was.has(row)) throw new Error(`${req.method} ${req.path.slice(0, 200)} was refused (${res.status} ${res.body.slice(0, 200)}) but ${table} now holds ${row.slice(0, 300)}`)
     }
   }
+}
+
+/** Every file under `dir` with the SHA-256 of its content, as one "table" (a server without a database). */
+export const snapshotFiles = (dir: string): Rows => {
+  const out = new Set<string>()
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.isFile()) out.add(`${p.slice(dir.length)} ${createHash("sha256").update(readFileSync(p)).digest("hex")}`)
+    }
+  }
+  walk(dir)
+  return new Map([["files", out]])
 }
 
 /** Every row of every table of the database the client is on (SQLite), by table. */
