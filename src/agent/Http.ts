@@ -29,6 +29,7 @@ import { AgentIdentity } from "./Identity.js"
 import { parseChallenge, parseIdentityQuery, parseIntegrityQuery, type Query } from "./queries.js"
 import { Quotes } from "./Quotes.js"
 import { checkRevocation } from "./revocation.js"
+import { requestTargetUrl } from "../http/requestTarget.js"
 
 /** rust-keylime's SUPPORTED_API_VERSIONS plus 2.0 (spec §9: quotes and keys exist since 2.0). */
 export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
@@ -180,18 +181,6 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
       }
     }
 
-    /**
-     * The request target as a URL. An origin-form target is a path even when it starts with "//"
-     * (as a URL reference that would name a host: `GET //` was a 500, found by the agent-routes fuzzer).
-     */
-    const requestTarget = (target: string): URL | undefined => {
-      try {
-        return target.startsWith("/") ? new URL(`https://agent${target}`) : new URL(target)
-      } catch {
-        return undefined
-      }
-    }
-
     const limits = { maxBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
     const app: HttpApp.Default = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -202,7 +191,7 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
         if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
         body = read.right
       }
-      const url = requestTarget(request.url)
+      const url = requestTargetUrl(request.url)
       if (url === undefined) return envelopeResponse(400, "Bad Request: the request target is not a path")
       const method = request.method
       const path = url.pathname

@@ -25,7 +25,8 @@ const dashboardServer = Effect.gen(function*() {
 })
 
 const familyOf = (req: { readonly path: string }): Family => {
-  const p = req.path.split("?")[0]!
+  // the path as the server resolves it ("/./" is the page)
+  const p = new URL(`http://x${req.path.startsWith("/") ? req.path : "/"}`).pathname
   return p === "/" || p === "/index.html" || p.startsWith("/assets/") ? "none" : "any-json"
 }
 
