@@ -24,6 +24,7 @@ export const FUZZ_TARGETS = {
   "certify-tamper": { file: "test/fuzz/tamper.fuzz.test.ts", about: "a certify attestation with a changed byte or nonce is refused" },
   "snp-tamper": { file: "test/fuzz/tamper.fuzz.test.ts", about: "a SEV-SNP report with a changed byte is refused" },
   "ear-tamper": { file: "test/fuzz/tamper.fuzz.test.ts", about: "an EAR with a changed character is refused unless it decodes to the same token" },
+  "evidence-tamper": { file: "test/fuzz/verifier.fuzz.test.ts", about: "verify/evidence over HTTPS refuses a quote with a changed bit or nonce" },
   "dsse-tamper": { file: "test/fuzz/tamper.fuzz.test.ts", about: "a DSSE-signed policy with a changed payload or signature is refused" },
   // --- HTTP routes over HTTPS: no 5xx, the envelope, nothing stored after a refusal ---------------
   "registrar-routes": { file: "test/fuzz/registrar.fuzz.test.ts", about: "the registrar's routes" },
