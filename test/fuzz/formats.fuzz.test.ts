@@ -7,6 +7,7 @@ import { describe } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc } from "effect"
 import { zipSync } from "fflate"
 import { readZip } from "../../src/agent/zip.js"
+import { jsonDepthExceeds } from "../../src/http/body.js"
 import { parseEventLog, parseEventLogBase64, parseEventLogInput } from "../../src/boot/index.js"
 import { readCertificate } from "../../src/crypto/x509.js"
 import { readPublicKey } from "../../src/crypto/keys.js"
@@ -185,6 +186,32 @@ describe("fuzz: evidence formats", () => {
       typedOutcome("readCertificate", "string", () => readCertificate(b))
       noThrow("readPublicKey", () => readPublicKey(b))
       noThrow("readSpki", () => readSpki(b))
+    }
+  })
+
+  // --- request bodies: the depth check every server runs before JSON.parse ----------------------
+  const depthOf = (v: unknown): number =>
+    typeof v === "object" && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0
+  fuzz({
+    name: "json-body",
+    runs: 300,
+    input: fc.tuple(
+      fc.oneof(
+        jsonWith(["a", "[", "{\"", "\\"], 12).map((j) => JSON.stringify(j) ?? "null"),
+        textNear(["{\"a\": [1, {\"b\": \"]]\\\"[[\"}], \"c\": {}}", "[[[[[\"\\\\\"]]]]]"], 80)
+      ),
+      fc.integer({ min: 0, max: 8 })
+    ),
+    check: ([text, limit]) => {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        noThrow("jsonDepthExceeds", () => jsonDepthExceeds(text, limit))
+        return
+      }
+      const exceeds = depthOf(parsed) > limit
+      if (jsonDepthExceeds(text, limit) !== exceeds) throw new Error(`jsonDepthExceeds(${JSON.stringify(text.slice(0, 200))}, ${limit}) says ${!exceeds}, the parsed depth is ${depthOf(parsed)}`)
     }
   })
 

@@ -18,6 +18,7 @@ export const FUZZ_TARGETS = {
   "ear-token": { file: "test/fuzz/formats.fuzz.test.ts", about: "EAR tokens, JWKS documents and verdict facts" },
   "dsse": { file: "test/fuzz/formats.fuzz.test.ts", about: "DSSE envelopes and detached signatures" },
   "der": { file: "test/fuzz/formats.fuzz.test.ts", about: "DER/X.509 certificates, CRLs, public keys" },
+  "json-body": { file: "test/fuzz/formats.fuzz.test.ts", about: "the servers' JSON depth check agrees with JSON.parse" },
   "agent-zip": { file: "test/fuzz/formats.fuzz.test.ts", about: "the agent's payload zip" },
   // --- changed signed structures: always refused -------------------------------------------------
   "quote-tamper": { file: "test/fuzz/tamper.fuzz.test.ts", about: "a quote with a changed byte, PCR value or nonce is refused" },
