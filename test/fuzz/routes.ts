@@ -188,7 +188,7 @@ export const send = (baseUrl: string, tls: ClientTls | undefined, req: FuzzReque
             ...(tls.cert === undefined ? {} : { cert: tls.cert, key: tls.key }),
             ...(tls.checkServerIdentity === false ? { checkServerIdentity: () => undefined } : {})
           }),
-        timeout: 60_000
+        timeout: 20_000
       }, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
@@ -203,7 +203,7 @@ export const send = (baseUrl: string, tls: ClientTls | undefined, req: FuzzReque
       // a path or header node will not put on the wire (a client-side refusal, not the server's)
       return resolve(undefined)
     }
-    r.on("timeout", () => r.destroy(new Error(`no answer to ${req.method} ${req.path} within 60 s`)))
+    r.on("timeout", () => r.destroy(new Error(`no answer to ${req.method} ${req.path} within 20 s`)))
     r.on("error", reject)
     if (body !== undefined && req.chunked) {
       // two chunks, so a body split across reads is exercised
@@ -286,7 +286,11 @@ export const snapshotRows = Effect.gen(function*() {
     out.set(name, new Set(rows.map((r) => JSON.stringify(r, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : typeof v === "bigint" ? String(v) : v)))))
   }
   return out as Rows
-}).pipe(Effect.orDie)
+}).pipe(
+  Effect.mapError((e) => new Error(`reading the rows: ${e.message}: ${String(e.cause)}`)),
+  Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("reading the rows took over 20 s (a connection held by the server?)") }),
+  Effect.orDie
+)
 
 export interface RouteServer {
   readonly url: string
