@@ -73,18 +73,19 @@ export interface PullReading {
  * verifiers are measured over the same window on the same (possibly busy) machine: `warm` waits
  * until every pull agent attested twice, `begin` and `end` read the window's ends.
  */
-export const startPull = (o: { readonly agents: number; readonly dir: string; readonly caDir: string }) =>
+export const startPull = (o: { readonly agents: number; readonly dir: string; readonly caDir: string; readonly extraConfig?: ReadonlyArray<string> }) =>
   Effect.gen(function*() {
+    const dataDir = join(o.dir, "pull-data")
+    const config = join(o.dir, "pull.toml")
+    writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${o.caDir}"`, `data_dir = "${dataDir}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ...(o.extraConfig ?? []), ""].join("\n"))
+    // BENCH_PULL_PROF_DIR=<dir>: a CPU profile of the pull verifier too (written when it exits)
+    const prof = process.env["BENCH_PULL_PROF_DIR"]
+    const verifier = yield* childUntil([...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1], prof === undefined ? "SIGKILL" : "SIGINT")
+    // the fleet after the verifier: its agents trust the CA the verifier generates when none is there yet
     const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(o.agents), o.caDir], (out) => {
       const line = out.split("\n").find((l) => l.startsWith("{"))
       return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
     })
-    const dataDir = join(o.dir, "pull-data")
-    const config = join(o.dir, "pull.toml")
-    writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${o.caDir}"`, `data_dir = "${dataDir}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ""].join("\n"))
-    // BENCH_PULL_PROF_DIR=<dir>: a CPU profile of the pull verifier too (written when it exits)
-    const prof = process.env["BENCH_PULL_PROF_DIR"]
-    const verifier = yield* childUntil([...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1], prof === undefined ? "SIGKILL" : "SIGINT")
     const url = verifier.value
     const read = (f: string) => readFileSync(join(o.caDir, f), "utf8")
     const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
@@ -127,5 +128,5 @@ export const startPull = (o: { readonly agents: number; readonly dir: string; re
       }
       return { cpuMsPerAttestation: cpu / Math.max(1, total), sysMsPerAttestation: sys / Math.max(1, total), threads: threadSplit(r.threads, threads, total), attestations: total, seconds, onSchedule }
     }
-    return { warm, begin, end } as const
+    return { warm, begin, end, url, admin, pid: verifier.pid } as const
   })

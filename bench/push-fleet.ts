@@ -12,7 +12,6 @@
  *
  *   npm run bench -- push-fleet [agents] [seconds]
  */
-import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Ref, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -24,13 +23,13 @@ import { establishTpmIdentity } from "../src/agent/tpmIdentity.js"
 import * as SimulatedMachine from "../src/agent/measurements/SimulatedMachine.js"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
-import { runPushAgent } from "../src/push-agent/PushAgent.js"
 import { Tpm } from "../src/tpm/Tpm.js"
 import { policyOfMachine } from "../test/push/support.js"
 import { inProcessEvaluationMs } from "./_pushBaseline.js"
 import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
 import { startPull } from "./_pullPhase.js"
+import { startPushAgents } from "./_pushAgents.js"
 import { validBody } from "../test/verifier/support.js"
 
 const AGENTS = Number(process.argv[2] ?? 20)
@@ -144,20 +143,7 @@ const main = Effect.gen(function*() {
   const pull = process.env["BENCH_PULL"] === "0" ? undefined : yield* startPull({ agents: AGENTS, dir, caDir })
 
   // the fleet
-  const stats = yield* Effect.forEach(agents, () => Ref.make({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
-  const fibers = yield* Effect.forEach(agents, (a, i) =>
-    Effect.fork(
-      runPushAgent({
-        agentId: a.agentId,
-        dataDir: a.dataDir,
-        contactIp: "127.0.0.1",
-        contactPort: 9002,
-        verifierUrl: url,
-        verifierCa: ca,
-        attestationIntervalSeconds: 2,
-        backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
-      }, stats[i]).pipe(Effect.provide(a.ctx), Effect.provide(NodeHttpClient.layerUndici))
-    ))
+  const { stats, fibers } = yield* startPushAgents(agents, url, ca)
   const accepted = Effect.map(Effect.forEach(stats, Ref.get), (all) => all.map((c) => c.accepted))
   // warm-up, as the pull bench's: every agent has its session (a real agent keeps one: each pass
   // extends it) and has sent its whole IMA list once; at most 60 s

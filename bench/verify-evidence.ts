@@ -7,22 +7,20 @@
  * and the same request judged in this process by `verifyEvidenceRequest` (the evaluation without
  * HTTP). The verifier's CPU per request (from /proc) does not depend on what else the machine runs.
  *
- *   npm run bench -- verify-evidence [requests]
+ *   npm run bench -- verify-evidence [requests]      (BENCH_VERIFY_NICE=n: the workers' verify_worker_nice)
  */
 import { Effect } from "effect"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { acceptAllPolicy } from "../src/boot/policy.js"
 import { rawRequest } from "../src/http/client.js"
 import { parseVersion } from "../src/http/versions.js"
-import { CA_FILES } from "../src/pki/layout.js"
 import { defaultSeverityPolicy, verifyEvidenceRequest } from "../src/verifier/index.js"
-import { spawn } from "node:child_process"
 import { record } from "../test/verifier/support.js"
-import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs } from "./_procCpu.js"
+import { spawnVerifier } from "./_verifierProcess.js"
 
 const REQUESTS = Number(process.argv[2] ?? 3000)
 const CONCURRENCY = 8
@@ -36,24 +34,10 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const caDir = join(dir, "cv_ca")
   const config = join(dir, "attest.toml")
-  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
-  const child = spawn(process.execPath, attestCommand(["verifier", "--config", config]), { stdio: ["ignore", "pipe", "inherit"] })
-  yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGINT")))
-  const url = yield* Effect.async<string>((resume) => {
-    let out = ""
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString()
-      const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
-      if (m) resume(Effect.succeed(m[1]!))
-    })
-    child.once("exit", (code) => resume(Effect.dieMessage(`attest verifier exited (${code}): ${out}`)))
-  })
-  const pid = child.pid!
-  const tls = {
-    ca: readFileSync(join(caDir, CA_FILES.caCert), "utf8"),
-    cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"),
-    key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8")
-  }
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ...(process.env["BENCH_VERIFY_NICE"] === undefined ? [] : [`verify_worker_nice = ${process.env["BENCH_VERIFY_NICE"]}`]), ""].join("\n"))
+  // BENCH_PROF_DIR=<dir>: CPU profiles of the verifier's threads (the main loop's and the stateless workers'), written when it exits
+  const prof = process.env["BENCH_PROF_DIR"]
+  const { pid, tls, url } = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`])
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
   yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
   const send = (method: string, path: string, body?: string) =>
@@ -80,7 +64,10 @@ const main = Effect.gen(function*() {
       return { perS: n / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), serverCpuMs }
     })
 
-  const check = send("POST", "/v2.6/verify/evidence", evidence)
+  // every answer must be the verdict: a refusal (503 when the stateless workers' queue is full) is not a faster request
+  const check = send("POST", "/v2.6/verify/evidence", evidence).pipe(
+    Effect.tap((r) => r.status === 200 ? Effect.void : Effect.dieMessage(`verify/evidence answered ${r.status}: ${r.body.slice(0, 200)}`))
+  )
   const first = yield* check
   const answer = JSON.parse(first.body) as { results: { valid: boolean } }
   if (first.status !== 200 || answer.results.valid !== true) return yield* Effect.dieMessage(`the request is not a valid attestation: ${first.body.slice(0, 300)}`)

@@ -8,7 +8,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import { Cause, Effect, Layer, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import Pg from "pg"
@@ -52,6 +52,14 @@ const sqliteLayer = (filename: string, component: string): Layer.Layer<SqlClient
           try: () => fs.mkdirSync(path.dirname(filename), { recursive: true, mode: 0o700 }),
           catch: (cause) => new DatabaseConfigError({ message: `cannot create the data directory for ${filename}: ${String(cause)}` })
         })
+        // a read-only or foreign directory: said at start, naming it, rather than SQLITE_CANTOPEN later
+        yield* Effect.try({
+          try: () => fs.accessSync(path.dirname(filename), fs.constants.W_OK),
+          catch: (cause) =>
+            new DatabaseConfigError({
+              message: `the data directory ${path.dirname(filename)} is not writable (${(cause as NodeJS.ErrnoException).code ?? String(cause)}); ${component}'s SQLite database ${path.basename(filename)} lives there (data_dir, or database_url)`
+            })
+        })
       }
       // WAL is the client's default; foreign keys are off by default in SQLite, on in pg.
       // synchronous = NORMAL, SQLite's advice for WAL: a commit no longer waits for an fsync (a
@@ -62,7 +70,8 @@ const sqliteLayer = (filename: string, component: string): Layer.Layer<SqlClient
         Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.zipRight(sql`PRAGMA foreign_keys = ON`, sql`PRAGMA synchronous = NORMAL`))
       )
       const client = SqliteClient.layer({ filename }).pipe(
-        Layer.catchAll((e) => Layer.fail(new DatabaseConfigError({ message: `SQLite ${filename}: ${String(e)}` })))
+        // better-sqlite3 throws on open (a defect to the layer): both are a start-up error naming the file
+        Layer.catchAllCause((cause) => Layer.fail(new DatabaseConfigError({ message: `SQLite ${filename}: ${Cause.pretty(cause).split("\n")[0]}` })))
       )
       // one connection, always held: reported so a dashboard shows the same series on both backends
       const watched = Layer.scopedDiscard(

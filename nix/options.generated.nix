@@ -269,6 +269,31 @@ in
       default = 16;
       description = "compiled runtime policies (and measured-boot reference states) kept in memory";
     };
+    verify_evidence_max_body_size = lib.mkOption {
+      type = atLeast 1024;
+      default = 201326592;
+      description = "largest verify/evidence request body in bytes (max_upload_size does not apply to it); 192 MiB holds a 1,000,000-entry IMA list (183 MB as JSON with the sha256 template-hash column, 159 MB with sha1); over it: 413";
+    };
+    verify_workers = lib.mkOption {
+      type = t.ints.unsigned;
+      default = 0;
+      description = "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1)";
+    };
+    verify_worker_nice = lib.mkOption {
+      type = t.ints.between 0 19;
+      default = 0;
+      description = "scheduling niceness of those threads on Linux (0-19): above 0 the attestation loop is served first when the CPU is short, but verify/* requests then also yield to every other busy process (bench public-flood on a busy 2-core machine: 10 kept 0.98 of the attestation rate under a flood and served small requests at 0.4x; 0 kept 0.95 at 0.9x)";
+    };
+    verify_queue_size = lib.mkOption {
+      type = t.ints.unsigned;
+      default = 32;
+      description = "verify/* requests that may wait for a worker beyond those being judged; past it the answer is 503 with Retry-After, before the body is read (each waiting request holds its body in memory)";
+    };
+    verify_policy_cache_size = lib.mkOption {
+      type = t.ints.positive;
+      default = 8;
+      description = "compiled verify/evidence runtime policies each worker keeps by content hash (and at most 256 MiB of their text), least recently used dropped first";
+    };
     log_format = lib.mkOption {
       type = t.enum [ "pretty" "json" "logfmt" ];
       default = "pretty";

@@ -1,7 +1,8 @@
 /**
  * Verifier wire formats (spec §2.2–§2.4, §4.1; keylime-wire.md §1.4 and the recorded exchanges).
- * The request Schemas describe what clients send (the tenant encodes with them); the verifier reads
- * creation bodies with src/verifier/agentBody.ts, which follows Keylime's key order and texts.
+ * The request Schemas describe what clients send (the tenant encodes with them); the creation body
+ * is the one AgentConfig of src/attestation/, which the verifier decodes too (agentBody.ts keeps
+ * Keylime's key order and texts around it).
  * Keylime's spellings are kept where clients read them: `uuids` as a list of 1-element lists,
  * `tmp_policy`, `runtimepolicy names`, `mbpolicy names`.
  */
@@ -10,69 +11,11 @@ import { Schema } from "effect"
 const NullableString = Schema.NullOr(Schema.String)
 const optionalNullable = <A, I, R>(s: Schema.Schema<A, I, R>) => Schema.optionalWith(Schema.NullOr(s), { exact: true })
 
-/** `cloudagent_port`: an integer, or its decimal string (the spec documents a string). */
-export const PortField = Schema.Union(Schema.Int, Schema.String)
-
 /**
- * POST /v2.x/agents/:id body as Keylime's tenant sends it (API 2.1 to 2.6; spec §2.3). Keylime
- * requires `tpm_policy, metadata, ima_sign_verification_keys, revocation_key, accept_tpm_*_algs,
- * ak_tpm, mb_policy_name, mb_policy` and a string `runtime_policy` ("" for none).
+ * The creation body: the one agent configuration schema (src/attestation/AgentConfig.ts) that the
+ * verifier decodes and the tenant and the v3 administration encode, with its variants.
  */
-export const AgentCreateRequest = Schema.Struct({
-  v: optionalNullable(Schema.String),
-  cloudagent_ip: Schema.String,
-  cloudagent_port: PortField,
-  verifier_ip: Schema.optional(Schema.String),
-  verifier_port: Schema.optional(PortField),
-  tpm_policy: Schema.String,
-  runtime_policy: Schema.String,
-  runtime_policy_name: optionalNullable(Schema.String),
-  runtime_policy_key: optionalNullable(Schema.String),
-  runtime_policy_sig: optionalNullable(Schema.String),
-  mb_policy: optionalNullable(Schema.String),
-  mb_policy_name: optionalNullable(Schema.String),
-  /** The spec's 2.5 name for the measured-boot reference state (sample: the string "null"). */
-  mb_refstate: optionalNullable(Schema.String),
-  ima_sign_verification_keys: Schema.String,
-  metadata: Schema.String,
-  revocation_key: Schema.String,
-  accept_tpm_hash_algs: Schema.Array(Schema.String),
-  accept_tpm_encryption_algs: Schema.Array(Schema.String),
-  accept_tpm_signing_algs: Schema.Array(Schema.String),
-  ak_tpm: Schema.String,
-  mtls_cert: optionalNullable(Schema.String),
-  supported_version: Schema.optional(Schema.String),
-  /**
-   * attest's addition: `push` for an agent that sends its evidence (API 3.0; no agent certificate,
-   * never polled), `pull` for one the verifier polls. Absent: the verifier's `mode`.
-   */
-  attestation_model: optionalNullable(Schema.Literal("pull", "push"))
-}).annotations({ identifier: "AgentCreateRequest" })
-export type AgentCreateRequest = typeof AgentCreateRequest.Type
-
-/**
- * The 2.1-era body (spec §2.3 "earlier variant"): `vtpm_policy` and an inline `allowlist` (a JSON
- * document as a string) instead of `runtime_policy*` and the mb fields. attest still needs
- * `ak_tpm` (Keylime 2.0 fetched the AK from the registrar; attest's verifier does not).
- */
-export const LegacyAgentCreateRequest = Schema.Struct({
-  v: Schema.String,
-  cloudagent_ip: Schema.String,
-  cloudagent_port: PortField,
-  tpm_policy: Schema.String,
-  vtpm_policy: Schema.String,
-  allowlist: Schema.String,
-  ima_sign_verification_keys: Schema.String,
-  metadata: Schema.String,
-  revocation_key: Schema.String,
-  accept_tpm_hash_algs: Schema.Array(Schema.String),
-  accept_tpm_encryption_algs: Schema.Array(Schema.String),
-  accept_tpm_signing_algs: Schema.Array(Schema.String),
-  ak_tpm: Schema.String,
-  mtls_cert: Schema.optional(NullableString),
-  supported_version: Schema.optional(Schema.String)
-}).annotations({ identifier: "LegacyAgentCreateRequest" })
-export type LegacyAgentCreateRequest = typeof LegacyAgentCreateRequest.Type
+export { AgentConfig, AgentCreateBody, AgentCreateRequest, LegacyAgentCreateRequest, PortField } from "../src/attestation/AgentConfig.js"
 
 const StatusCommon = {
   operational_state: Schema.Int,
@@ -196,12 +139,6 @@ export const MbPolicyNames = Schema.Struct({
 export type MbPolicyNames = typeof MbPolicyNames.Type
 
 // --- API descriptions (src/verifier/Api.ts) ---------------------------------------------------
-
-/** POST /agents/:id body: the 2.1–2.6 body, or the 2.1-era one with `vtpm_policy` and `allowlist`. */
-export const AgentCreateBody = Schema.Union(AgentCreateRequest, LegacyAgentCreateRequest).annotations({
-  identifier: "AgentCreateBody"
-})
-export type AgentCreateBody = typeof AgentCreateBody.Type
 
 /** GET /agents/ query: `verifier` filters by verifier_id (empty: no filter); `bulk` (any value, as Keylime reads it) answers every agent's status. */
 export const AgentListQuery = Schema.Struct({

@@ -51,7 +51,9 @@ const nativeOrMissing = {
 
 const outdir = "dist/cli"
 const result = await build({
-  entryPoints: { attest: "src/cli/bin.ts", "command-tree": "src/cli/commandTreeDump.ts" },
+  // statelessWorker: the verifier's verify/* worker threads, found beside the chunk that starts
+  // them (src/verifier/stateless/pool.ts)
+  entryPoints: { attest: "src/cli/bin.ts", "command-tree": "src/cli/commandTreeDump.ts", statelessWorker: "src/verifier/stateless/statelessWorker.ts" },
   outdir,
   bundle: true,
   splitting: true,

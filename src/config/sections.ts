@@ -88,6 +88,24 @@ export const verifierSection = {
   agent_ca: stringList([], "CA certificates that sign agents' HTTPS certificates; empty: trust exactly each agent's mtls_cert"),
   max_upload_size: integer(104_857_600, "largest accepted request body in bytes (runtime policies are large)", { min: 1024 }),
   policy_cache_size: integer(16, "compiled runtime policies (and measured-boot reference states) kept in memory", { min: 1 }),
+  // --- stateless checks (verify/evidence, verify/identity): judged by worker threads off the event loop that serves agents ---
+  verify_evidence_max_body_size: integer(
+    201_326_592,
+    "largest verify/evidence request body in bytes (max_upload_size does not apply to it); 192 MiB holds a 1,000,000-entry IMA list (183 MB as JSON with the sha256 template-hash column, 159 MB with sha1); over it: 413",
+    { min: 1024 }
+  ),
+  verify_workers: integer(0, "worker threads that judge verify/evidence and verify/identity (0: one per CPU core but one, at least 1)", { min: 0 }),
+  verify_worker_nice: integer(
+    0,
+    "scheduling niceness of those threads on Linux (0-19): above 0 the attestation loop is served first when the CPU is short, but verify/* requests then also yield to every other busy process (bench public-flood on a busy 2-core machine: 10 kept 0.98 of the attestation rate under a flood and served small requests at 0.4x; 0 kept 0.95 at 0.9x)",
+    { min: 0, max: 19 }
+  ),
+  verify_queue_size: integer(
+    32,
+    "verify/* requests that may wait for a worker beyond those being judged; past it the answer is 503 with Retry-After, before the body is read (each waiting request holds its body in memory)",
+    { min: 0 }
+  ),
+  verify_policy_cache_size: integer(8, "compiled verify/evidence runtime policies each worker keeps by content hash (and at most 256 MiB of their text), least recently used dropped first", { min: 1 }),
   // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
   ...verifierOperationsOptions,
   // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---

@@ -2,15 +2,18 @@
  * Which database failures are worth one more try (issue 8): the connection went away (PostgreSQL
  * restarting, `pg_terminate_backend`, a network cut) or the database was momentarily busy. They are
  * retried once after a short backoff; a second failure is answered 503 with `Retry-After`, never
- * 500. Anything else (a constraint, a syntax error, a bad row) is a real error and is not retried.
+ * 500. A full or read-only disk is an outage of the store too (issue 26): nothing was written, and
+ * the same request succeeds once space returns. Anything else (a constraint, a syntax error, a bad row) is a real error and is not retried.
  */
 import type { SqlError } from "@effect/sql"
 import { Effect, Schedule } from "effect"
 
 /** SQLSTATE classes and codes of PostgreSQL that mean "try again" (connection, shutdown, contention). */
-const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53300", "40001", "40P01"])
-const NODE_TRANSIENT = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"])
-const SQLITE_TRANSIENT = new Set(["SQLITE_BUSY", "SQLITE_LOCKED"])
+const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53100", "53300", "40001", "40P01"])
+const NODE_TRANSIENT = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOSPC", "EROFS"])
+const SQLITE_TRANSIENT = new Set(["SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL"])
+/** better-sqlite3's extended codes: SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED, … */
+const SQLITE_TRANSIENT_FAMILY = /^SQLITE_(IOERR|READONLY|BUSY)/
 const MESSAGE_TRANSIENT =
   /connection terminated|connection error|not queryable|connection timed out|timeout exceeded when trying to connect|terminating connection/i
 
@@ -18,7 +21,7 @@ const transientCause = (cause: unknown, depth: number): boolean => {
   if (cause === null || typeof cause !== "object" || depth > 4) return false
   const { code, message } = cause as { readonly code?: unknown; readonly message?: unknown }
   if (typeof code === "string") {
-    if (PG_TRANSIENT.has(code) || code.startsWith("08") || NODE_TRANSIENT.has(code) || SQLITE_TRANSIENT.has(code)) return true
+    if (PG_TRANSIENT.has(code) || code.startsWith("08") || NODE_TRANSIENT.has(code) || SQLITE_TRANSIENT.has(code) || SQLITE_TRANSIENT_FAMILY.test(code)) return true
   }
   if (typeof message === "string" && MESSAGE_TRANSIENT.test(message)) return true
   return transientCause((cause as { readonly cause?: unknown }).cause, depth + 1)

@@ -24,6 +24,12 @@ export interface PlatformOptions {
   readonly maxBodyBytes: number
   /** Deepest JSON nesting accepted in a body (default DEFAULT_MAX_JSON_DEPTH). */
   readonly maxJsonDepth?: number
+  /**
+   * Routes (method and path after the version prefix) whose handler reads the body itself, with its
+   * own limits: the platform checks only the media type (the verifier's verify/evidence reads it
+   * once admitted to its workers, which decode it off the event loop).
+   */
+  readonly ownBody?: (method: string, path: string) => boolean
 }
 
 /** 1 MiB: registrations and activations are a few KiB; verifier policies set their own larger limit. */
@@ -64,7 +70,11 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
           jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text)
         // the body is read (bounded in bytes and JSON depth) before routing: nothing decodes a refused one
         let body: string | undefined
-        if (hasBody(request)) {
+        const ownBody = options.ownBody !== undefined && options.ownBody(request.method, match?._tag === "Versioned" ? match.rest : path)
+        if (ownBody && hasBody(request)) {
+          const media = jsonApi ? undefined : bodyMediaRefusal(request.method, request.headers["content-type"])
+          if (media !== undefined) return refuse(415, StatusText.unsupportedMediaType(media))
+        } else if (hasBody(request)) {
           const read = yield* Effect.either(readBoundedBody(request, limits))
           if (Either.isLeft(read)) {
             const refused = bodyRefusal(read.left)

@@ -1,5 +1,6 @@
 /**
- * The writing side of the ima-ng template (tpm-facts.md §4.2), for anything that produces a list:
+ * The writing side of the ima-ng template (tpm-facts.md §4.2; ima-sig when a file signature is
+ * given: a third field, u32 length ‖ signature), for anything that produces a list:
  * the agent's simulated machine, test and benchmark generators. Template data is
  * d-ng ‖ n-ng, each a u32 little-endian length followed by `"<alg>:\0" ‖ digest` and `path ‖ \0`;
  * the template hash of a bank is H_bank(template data); an ASCII line shows one bank's hash
@@ -9,11 +10,12 @@
 import { utf8Bytes } from "../crypto/encoding.js"
 import { type HashAlg, hashBytes, toHex } from "./hash.js"
 
-/** ima-ng template data for a file digest and path. */
-export const imaNgTemplateData = (digestAlg: string, fileDigest: Uint8Array, path: string): Uint8Array => {
+/** ima-ng template data for a file digest and path (ima-sig with a signature). */
+export const imaNgTemplateData = (digestAlg: string, fileDigest: Uint8Array, path: string, signature?: Uint8Array): Uint8Array => {
   const algo = utf8Bytes(`${digestAlg}:\0`)
   const name = utf8Bytes(`${path}\0`)
-  const out = new Uint8Array(4 + algo.length + fileDigest.length + 4 + name.length)
+  const sigLength = signature === undefined ? 0 : 4 + signature.length
+  const out = new Uint8Array(4 + algo.length + fileDigest.length + 4 + name.length + sigLength)
   const view = new DataView(out.buffer)
   view.setUint32(0, algo.length + fileDigest.length, true)
   out.set(algo, 4)
@@ -21,6 +23,11 @@ export const imaNgTemplateData = (digestAlg: string, fileDigest: Uint8Array, pat
   const nameAt = 4 + algo.length + fileDigest.length
   view.setUint32(nameAt, name.length, true)
   out.set(name, nameAt + 4)
+  if (signature !== undefined) {
+    const sigAt = nameAt + 4 + name.length
+    view.setUint32(sigAt, signature.length, true)
+    out.set(signature, sigAt + 4)
+  }
   return out
 }
 
@@ -39,6 +46,8 @@ export interface ImaNgEncodeOptions {
   /** Bank whose template hash the line shows; computed even when not in `banks`. Default sha1. */
   readonly column?: HashAlg
   readonly pcr?: number
+  /** The file's signature (evmctl's signature_v2_hdr): the entry is ima-sig. */
+  readonly signature?: Uint8Array
 }
 
 export interface ImaNgEncoded {
@@ -53,8 +62,10 @@ export const encodeImaNg = (fileDigest: Uint8Array, path: string, options: ImaNg
   const digestAlg = options.digestAlg ?? "sha256"
   const banks = options.banks ?? ["sha1", "sha256"]
   const column = options.column ?? "sha1"
-  const templateData = imaNgTemplateData(digestAlg, fileDigest, path)
+  const templateData = imaNgTemplateData(digestAlg, fileDigest, path, options.signature)
   const templateHashes = banks.map((hash) => ({ hash, digest: templateHash(hash, templateData) }))
   const shown = templateHashes.find((t) => t.hash === column)?.digest ?? templateHash(column, templateData)
-  return { line: imaNgLine(shown, digestAlg, fileDigest, path, options.pcr), templateData, templateHashes }
+  const ng = imaNgLine(shown, digestAlg, fileDigest, path, options.pcr)
+  const line = options.signature === undefined ? ng : `${ng.replace(" ima-ng ", " ima-sig ")} ${toHex(options.signature)}`
+  return { line, templateData, templateHashes }
 }

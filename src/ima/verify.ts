@@ -5,7 +5,7 @@
  * Effect, one reused template buffer, one-shot hashes.
  */
 import { cryptoPort } from "../crypto/active.js"
-import { hexBytes, latin1, latin1Bytes, toHex } from "../crypto/encoding.js"
+import { latin1 } from "../crypto/encoding.js"
 import type { PublicKey } from "../crypto/port.js"
 import { digestHexOf, emptyFields, nameOf, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
@@ -82,8 +82,33 @@ const hexDecodedEquals = (text: string, at: number, d: string, from: number): bo
   return true
 }
 
-const latin1OfHex = (hex: string): string => latin1(hexBytes(hex))
-const hexOfLatin1 = (s: string): string => toHex(latin1Bytes(s))
+/**
+ * Digest form changes for the state's PCRs (a few per call): plain loops over a reused code array,
+ * not Buffer round trips, which cost more than a 10-entry round's parsing.
+ */
+const codes: Array<number> = []
+const latin1OfHex = (hex: string): string => {
+  codes.length = hex.length >> 1
+  for (let i = 0; i < codes.length; i++) codes[i] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1))
+  return String.fromCharCode.apply(null, codes)
+}
+const hexOfLatin1 = (s: string): string => {
+  codes.length = 2 * s.length
+  for (let i = 0; i < s.length; i++) {
+    const b = s.charCodeAt(i)
+    codes[2 * i] = HEX_HI[b]!
+    codes[2 * i + 1] = HEX_LO[b]!
+  }
+  return String.fromCharCode.apply(null, codes)
+}
+
+/**
+ * One template buffer for every call: verifyIma is synchronous and calls nothing that evaluates
+ * another list, so the scratch (and its cached views) outlives a call instead of being allocated by each.
+ */
+let scratch = new TemplateBuffer()
+/** A buffer grown past this for one long line (an ima-buf of a big key, say) is dropped after the call. */
+const SCRATCH_KEEP = 64 * 1024
 
 const isHexRange = (s: string, a: number, b: number): boolean => {
   for (let i = a; i < b; i++) if (nibble(s.charCodeAt(i)) < 0) return false
@@ -153,7 +178,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
   let matchPcrs: Array<string> = []
   let matchLearned = keyring.learned.length
 
-  const tb = new TemplateBuffer()
+  const tb = scratch
   const f = emptyFields()
   const text = input.list
   let count = 0
@@ -307,6 +332,8 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     }
     checkNg(policy?.imaBuf ?? emptyMap, lineNo)
   }
+
+  if (tb.buf.length > SCRATCH_KEEP) scratch = new TemplateBuffer()
 
   if (!found) {
     const want = banks.map((b, i) => `${b}:${hexOfLatin1(targets[i] ?? "")}`).join(", ")

@@ -32,30 +32,34 @@ export const unsafeObserveStages = (stages: ReadonlyArray<StageTiming> | undefin
 export const stagesOf = (e: { readonly stages?: ReadonlyArray<StageTiming> | undefined }): ReadonlyArray<StageTiming> | undefined => e.stages
 
 /**
+ * Records stages measured on `stageClock` (by this thread, or converted onto it: the stateless
+ * workers' stages) as histograms and as child spans of the current span (none without one).
+ */
+export const recordStages = (stages: ReadonlyArray<StageTiming> | undefined): Effect.Effect<void> => {
+  if (stages === undefined || stages.length === 0) return Effect.void
+  unsafeObserveStages(stages)
+  return Effect.withFiberRuntime<void>((fiber) => {
+    const current = fiber.currentSpan
+    const tracer = fiber.currentTracer
+    if (current === undefined || current._tag !== "Span" || tracer === nativeTracer) return Effect.void
+    // one reading of each clock maps the monotonic milliseconds onto the tracer's nanoseconds
+    const nowMs = stageClock()
+    const nowNs = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
+    const at = (ms: number) => nowNs - BigInt(Math.round((nowMs - ms) * 1_000_000))
+    const parent = Option.some(current)
+    for (const s of stages) {
+      const span = tracer.span(`verifier.check.${s.stage}`, parent, EMPTY_CONTEXT, NO_LINKS, at(s.start), "internal")
+      span.end(at(s.end), Exit.void)
+    }
+    return Effect.void
+  })
+}
+
+/**
  * Runs `evaluate` with the stage clock, then records the stages of what it returned (`stagesOf`)
- * as histograms and as child spans of the current span (none when there is no current span).
+ * with recordStages.
  */
 export const evaluateTimed = <A>(
   evaluate: (now: StageClock) => A,
   stagesOf: (a: A) => ReadonlyArray<StageTiming> | undefined
-): Effect.Effect<A> =>
-  Effect.flatMap(Effect.sync(() => evaluate(stageClock)), (a) => {
-    const stages = stagesOf(a)
-    if (stages === undefined || stages.length === 0) return Effect.succeed(a)
-    unsafeObserveStages(stages)
-    return Effect.withFiberRuntime<A>((fiber) => {
-      const current = fiber.currentSpan
-      const tracer = fiber.currentTracer
-      if (current === undefined || current._tag !== "Span" || tracer === nativeTracer) return Effect.succeed(a)
-      // one reading of each clock maps the monotonic milliseconds onto the tracer's nanoseconds
-      const nowMs = stageClock()
-      const nowNs = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
-      const at = (ms: number) => nowNs - BigInt(Math.round((nowMs - ms) * 1_000_000))
-      const parent = Option.some(current)
-      for (const s of stages) {
-        const span = tracer.span(`verifier.check.${s.stage}`, parent, EMPTY_CONTEXT, NO_LINKS, at(s.start), "internal")
-        span.end(at(s.end), Exit.void)
-      }
-      return Effect.succeed(a)
-    })
-  })
+): Effect.Effect<A> => Effect.flatMap(Effect.sync(() => evaluate(stageClock)), (a) => Effect.as(recordStages(stagesOf(a)), a))

@@ -22,6 +22,7 @@ import { AgentRepo } from "./repo/AgentRepo.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import type { AgentRow, AgentView } from "./repo/rows.js"
 import { ACTIVE_STATES, OperationalState } from "./states.js"
+import { inTransaction } from "../db/transaction.js"
 
 /** An agent as the v3 resource shows it. */
 export interface AgentRecord {
@@ -153,7 +154,7 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
       const mbName = checked.mbPolicyName ?? before.mb_policy_name
       const now = yield* Clock.currentTimeMillis
 
-      yield* sql.withTransaction(Effect.gen(function*() {
+      yield* inTransaction(sql, Effect.gen(function*() {
         if (runtimeName !== before.runtime_policy_name && !(yield* runtimePolicies.exists(runtimeName))) {
           return yield* new RuntimePolicyNotFound({ name: runtimeName })
         }

@@ -40,6 +40,7 @@ import { removeAgentAndOwnPolicies } from "./repo/removeAgent.js"
 import { forgetAgent, setAgentState } from "../ops/metrics.js"
 import { MbPolicyRepo, type MbPolicyData, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { ACTIVE_STATES, OperationalState, REACTIVATABLE_STATES, stateName } from "./states.js"
+import { inTransaction } from "../db/transaction.js"
 
 /** What DELETE did: removed now (200), or marked TERMINATED for the owning process (202). */
 export type RemoveOutcome = "deleted" | "terminating"
@@ -99,7 +100,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
           (e) => new InvalidAgentBody({ agentId, field: "mb_policy", problem: "invalid", reason: e.reason })
         )
 
-      yield* sql.withTransaction(Effect.gen(function*() {
+      yield* inTransaction(sql, Effect.gen(function*() {
         // runtime policy by name: an inline one must not replace it; without one it must exist
         const runtimeName = creation.runtimePolicyName
         if (runtimeName !== null) {

@@ -6,25 +6,26 @@
  * order with its texts (the Schemas in Api.ts describe them for clients and OpenAPI).
  */
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { createHash } from "node:crypto"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either, FiberRef, Schedule } from "effect"
-import { BadRequest, BadRequestWithResults, Forbidden, StatusText } from "../../schemas/Envelope.js"
+import { BadRequest, Forbidden, StatusText } from "../../schemas/Envelope.js"
 import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../db/transient.js"
 import { authorize, AuthorizationProvider, type OperationClass } from "../http/authorization.js"
 import { currentApiVersion, type VersionSet } from "../http/versions.js"
 import { version as attestVersion } from "../cli/version.js"
 import { VerifierConfig } from "../config/services.js"
-import { fromEvaluation } from "../ear/appraisal.js"
+import type { EarVerdict } from "../ear/appraisal.js"
+import { bodyRefusedResponse, readBodyBytes } from "../http/body.js"
+import { envelopeResponse } from "../http/envelope.js"
+import { RETRY_AFTER_SECONDS } from "../http/platform.js"
 import { EAR_MEDIA_TYPE, issueEar } from "../ear/token.js"
 import { Agents } from "./Agents.js"
 import { EarIssuer } from "./earIssuer.js"
-import type { Evaluation } from "./evaluate/types.js"
 import { VerifierApi } from "./Api.js"
 import { forbiddenText, httpErrorOf, type Operation, type VerifierDomainError } from "./httpErrors.js"
 import { Policies } from "./policy/Policies.js"
-import { StatelessChecks } from "./Stateless.js"
+import { type StatelessBusy, StatelessChecks, type StatelessWorkerFailed } from "./Stateless.js"
 import { VerifierAction, VerifierText } from "./texts.js"
-import { inputErrorResults, type VerifyEvidenceAnswer } from "./verifyEvidence.js"
 
 /** authorize(), with the verifier's 403 text naming the action as Keylime's does. */
 const allow = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>
@@ -168,19 +169,16 @@ export const VerifierVerifyHttpLive = HttpApiBuilder.group(VerifierApi, "verify"
   Effect.gen(function*() {
     const checks = yield* StatelessChecks
     const issuer = yield* EarIssuer
-    const { verifier_id } = yield* VerifierConfig
+    const { verifier_id, verify_evidence_max_body_size } = yield* VerifierConfig
     /** `Accept: application/eat+jwt`: the verdict as a signed EAR (sub: the TPM AK's SHA-256, or "tee"). */
-    const earResponse = (body: unknown, evaluation: Evaluation) => {
-      const data = (body as { data?: Record<string, unknown> }).data ?? {}
-      const nonce = typeof data["nonce"] === "string" ? data["nonce"] : undefined
-      const subject = typeof data["tpm_ak"] === "string"
-        ? `tpm-ak:sha256:${createHash("sha256").update(data["tpm_ak"]).digest("hex")}`
-        : "tee"
-      return issueEar(fromEvaluation(subject, evaluation, nonce === undefined ? {} : { nonce }), issuer.key, { verifierId: verifier_id, build: `attest ${attestVersion}` }).pipe(
+    const earResponse = (verdict: EarVerdict) =>
+      issueEar(verdict, issuer.key, { verifierId: verifier_id, build: `attest ${attestVersion}` }).pipe(
         Effect.map((token) => HttpServerResponse.text(token, { contentType: EAR_MEDIA_TYPE })),
         Effect.mapError((e) => new BadRequest({ message: `cannot issue an EAR: ${e.message}` }))
       )
-    }
+    /** No place for it (or no worker): 503 with Retry-After, before the body is read. */
+    const unavailable = (e: StatelessBusy | StatelessWorkerFailed) =>
+      Effect.succeed(HttpServerResponse.setHeader(envelopeResponse(503, e.message), "retry-after", String(RETRY_AFTER_SECONDS)))
     return handlers
       .handle("identity", ({ urlParams }) =>
         allowPublic("verify_identity").pipe(
@@ -188,24 +186,29 @@ export const VerifierVerifyHttpLive = HttpApiBuilder.group(VerifierApi, "verify"
           Effect.catchTags({
             IdentityParameterMissing: (e) => Effect.fail(new BadRequest({ message: e.message })),
             AgentNotFound: (e) => Effect.fail(httpErrorOf("identity")(e)),
-            VerifierStoreError: (e) => Effect.fail(httpErrorOf("identity")(e))
+            VerifierStoreError: (e) => Effect.fail(httpErrorOf("identity")(e)),
+            StatelessBusy: unavailable,
+            StatelessWorkerFailed: unavailable
           })
         ))
+      // the platform leaves this body unread (Server.ts ownBody): it is read here once the request
+      // has a place, within verify_evidence_max_body_size, and decoded and judged by a worker
       .handleRaw("evidence", ({ request }) =>
         Effect.gen(function*() {
           yield* allowPublic("verify_evidence")
-          const body = yield* jsonBody(request)
           const version = yield* FiberRef.get(currentApiVersion)
           const wantsEar = (request.headers["accept"] ?? "").includes(EAR_MEDIA_TYPE)
-          return yield* checks.evidence(body, version).pipe(
-            Effect.flatMap((a: VerifyEvidenceAnswer): Effect.Effect<HttpServerResponse.HttpServerResponse | VerifyEvidenceAnswer["results"], BadRequest> =>
-              wantsEar ? earResponse(body, a.evaluation) : Effect.succeed(a.results)
-            ),
+          return yield* Effect.scoped(Effect.gen(function*() {
+            yield* checks.admit
+            const body = yield* readBodyBytes(NodeHttpServerRequest.toIncomingMessage(request), verify_evidence_max_body_size)
+            const judged = yield* checks.evidence(body, version, wantsEar)
+            if (wantsEar && judged.verdict?.ear !== undefined) return yield* earResponse(judged.verdict.ear)
+            return HttpServerResponse.uint8Array(judged.body, { status: judged.status, contentType: "application/json" })
+          })).pipe(
             Effect.catchTags({
-              EvidenceParameterMissing: (e) => Effect.fail(new BadRequest({ message: VerifierText.missingParameter(e.name) })),
-              EvidenceTypeInvalid: () => Effect.fail(new BadRequest({ message: VerifierText.invalidEvidenceType })),
-              EvidenceInputInvalid: (e) =>
-                Effect.fail(new BadRequestWithResults({ message: VerifierText.badRequest, results: inputErrorResults(e, version) }))
+              StatelessBusy: unavailable,
+              StatelessWorkerFailed: unavailable,
+              BodyRefused: (e) => Effect.succeed(bodyRefusedResponse(e))
             })
           )
         }))

@@ -29,6 +29,7 @@ import { AgentRepo } from "./repo/AgentRepo.js"
 import { NotificationOutbox } from "./repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { removeAgentAndOwnPolicies } from "./repo/removeAgent.js"
+import { compileSettingsOf } from "./policy/storedPolicies.js"
 
 /** Used when an agent row has no `supported_version` (every attest and rust-keylime agent serves it). */
 export const DEFAULT_AGENT_API_VERSION = "2.2"
@@ -69,13 +70,7 @@ export const pollerLayer: Layer.Layer<
       client: yield* AgentClient,
       notifications: yield* Notifications,
       machine,
-      settings: {
-        severity: policy,
-        measuredBootPolicyName: config.measured_boot_policy_name,
-        measuredBootEvaluate: config.measured_boot_evaluate,
-        // Keylime reads ignore_tomtou_errors inverted: True reports ToMToU entries (see sections.ts)
-        reportTomtou: config.ignore_tomtou_errors
-      },
+      settings: compileSettingsOf(config, policy, "pull"),
       removeAgent: (agentId) => removeAgentAndOwnPolicies({ sql, agents, runtimePolicies, mbPolicies }, agentId),
       isPushAgent: (agentId) => Effect.map(pushes.findPushAgent(agentId), Option.isSome),
       defaultApiVersion: DEFAULT_AGENT_API_VERSION,

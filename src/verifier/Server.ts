@@ -82,6 +82,9 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
   return HttpServers.layer({
     versions: VERIFIER_VERSIONS,
     unversioned: VERIFIER_UNVERSIONED,
+    // verify/evidence reads its own body: once admitted to the stateless workers, within
+    // verify_evidence_max_body_size (Http.ts)
+    ownBody: (method, path) => method === "POST" && path === "/verify/evidence",
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
   }).pipe(

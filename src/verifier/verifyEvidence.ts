@@ -8,6 +8,7 @@
 import { Either, Schema } from "effect"
 import { makeFailure, type VerifyEvidenceResult, type VerifyEvidenceResultV24 } from "../../schemas/Evidence.js"
 import { decodeRuntimePolicyJson } from "../../schemas/RuntimePolicy.js"
+import { compileAgentPolicy } from "../attestation/compileAgentPolicy.js"
 import { utf8, utf8Bytes } from "../crypto/encoding.js"
 import type { MbPolicy } from "../boot/policy.js"
 import { decodeDsseEnvelopeJson } from "../ima/dsse.js"
@@ -19,7 +20,7 @@ import { evaluateEvidence } from "./evaluate/evaluate.js"
 import { VerifierFailureType } from "./evaluate/failures.js"
 import type { SeverityPolicy } from "./evaluate/severity.js"
 import { initialEvaluationState } from "./evaluate/state.js"
-import { emptyTpmPolicy, parseTpmPolicy, type TpmPolicy } from "./evaluate/tpmPolicy.js"
+import { emptyTpmPolicy } from "./evaluate/tpmPolicy.js"
 import type { AgentPolicy, EvaluateOptions, Evaluation, StageClock, TeeVerifier } from "./evaluate/types.js"
 import {
   EvidenceInputInvalid,
@@ -38,6 +39,11 @@ export interface VerifyEvidenceContext {
   readonly verifyTee?: TeeVerifier | undefined
   /** A monotonic clock: the evaluation reports when each stage ran (src/ops/stages.ts). */
   readonly now?: StageClock | undefined
+  /**
+   * How the request's runtime policy text becomes a compiled policy: `runtimePolicyOf` unless a
+   * caller caches it (the workers of src/verifier/stateless/ compile a policy once by its hash).
+   */
+  readonly compileRuntimePolicy?: ((text: string) => Either.Either<CompiledPolicy, EvidenceInputInvalid>) | undefined
 }
 
 export interface VerifyEvidenceAnswer {
@@ -51,7 +57,7 @@ const invalidParam = (name: string, reason: string): EvidenceInputInvalid =>
   new EvidenceInputInvalid({ failures: [makeFailure(VerifierFailureType.invalidParam, `invalid parameter "${name}": ${reason}`, { parameter: name })] })
 
 /** A runtime policy as JSON text, or a DSSE envelope around it (whose signature Keylime does not check here either). */
-const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
+export const runtimePolicyOf = (text: string): Either.Either<CompiledPolicy, EvidenceInputInvalid> => {
   let json = text
   const env = decodeDsseEnvelopeJson(text)
   if (Either.isRight(env)) {
@@ -95,15 +101,9 @@ const teePolicy = (ctx: VerifyEvidenceContext): AgentPolicy => ({
 })
 
 const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvidenceContext): Either.Either<VerifyEvidenceAnswer, EvidenceInputInvalid> => {
-  let tpmPolicy: TpmPolicy = emptyTpmPolicy
-  if (req.tpm_policy !== undefined) {
-    const p = parseTpmPolicy(req.tpm_policy)
-    if (Either.isLeft(p)) return Either.left(invalidParam("tpm_policy", `${p.left.field} ${p.left.reason}`))
-    tpmPolicy = p.right
-  }
   let runtimePolicy: CompiledPolicy | undefined
   if (req.runtime_policy !== undefined) {
-    const p = runtimePolicyOf(req.runtime_policy)
+    const p = (ctx.compileRuntimePolicy ?? runtimePolicyOf)(req.runtime_policy)
     if (Either.isLeft(p)) return Either.left(p.left)
     runtimePolicy = p.right
   }
@@ -113,15 +113,20 @@ const verifyTpm = (req: TpmEvidenceRequest, version: ApiVersion, ctx: VerifyEvid
     if (Either.isLeft(r)) return Either.left(r.left)
     refstate = r.right
   }
-  const ak = fromBase64(req.tpm_ak)
-  if (ak === undefined) return Either.left(invalidParam("tpm_ak", "is not base64 (a TPM2B_PUBLIC is expected)"))
-  const policy: AgentPolicy = {
-    ak,
-    tpmPolicy,
-    runtimePolicy,
-    measuredBoot: refstate === undefined ? undefined : { policy: ctx.measuredBootPolicy, refstate },
-    options: statelessOptions(ctx)
-  }
+  const compiled = compileAgentPolicy(
+    { agentId: "", akTpm: req.tpm_ak, tpmPolicy: req.tpm_policy, imaSignVerificationKeys: undefined, accept: undefined },
+    { runtime: runtimePolicy, ...(req.mb_policy === undefined ? {} : { refstate }) },
+    {
+      model: "evidence",
+      severity: ctx.severity,
+      measuredBootPolicyName: ctx.measuredBootPolicy.name,
+      measuredBootPolicy: ctx.measuredBootPolicy,
+      measuredBootEvaluate: "always",
+      reportTomtou: ctx.reportTomtou
+    }
+  )
+  if (Either.isLeft(compiled)) return Either.left(invalidParam(compiled.left.field === "ak_tpm" ? "tpm_ak" : compiled.left.field, compiled.left.reason))
+  const policy = compiled.right
   const evaluation = evaluateEvidence(
     {
       _tag: "tpm",

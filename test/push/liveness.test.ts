@@ -120,6 +120,29 @@ describe("push liveness and time", () => {
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-restart-grace"))), 60_000)
 
+  it.scoped("a clock that went back does not stretch a deadline: a silent agent still times out within two deadlines", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* TestClock.adjust(Duration.hours(2))
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        expect((yield* attest).evaluation).toEqual("pass")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+
+      // the verifier starts again on a machine whose clock is an hour behind: the stored deadline
+      // (10 s after the pass) now lies an hour and 10 s ahead
+      yield* TestClock.setTime(Date.UTC(1970, 0, 1, 1, 0, 0))
+      yield* Effect.gen(function*() {
+        yield* (yield* Liveness).listening
+        yield* TestClock.adjust(Duration.seconds(10)) // the restart's grace
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* TestClock.adjust(Duration.seconds(10)) // one deadline more, not an hour
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-clock-back"))), 60_000)
+
   it.scoped("tokens expire after session_lifetime, a pass extends them; creations are limited per address, tokens per agent", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase(backend)

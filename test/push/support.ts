@@ -263,9 +263,10 @@ export const pushAgentIdentity = (agentId: string, dataDir: string) =>
     const identity = yield* establishTpmIdentity({ agentId, dataDir, ekAlg: "rsa", ak: { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" } })
     const source = yield* MeasurementSource
     const list = Option.getOrThrow(yield* Effect.orDie(source.imaList(0))).list
-    const enrol = Effect.flatMap(Agents, (agents) =>
-      agents.add(agentId, { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" }))
-    return { identity, enrol }
+    /** The admin's creation body (POST /v2.x/agents/:id) of this push agent. */
+    const body = { ...validBody(), ak_tpm: b64(identity.ak.public), runtime_policy: b64(policyOfMachine(list)), accept_tpm_hash_algs: ["sha256"], accept_tpm_signing_algs: ["rsassa"], attestation_model: "push" }
+    const enrol = Effect.flatMap(Agents, (agents) => agents.add(agentId, body))
+    return { identity, body, enrol }
   })
 
 /** The push agent's options in tests: this verifier, an attestation every second, a quick backoff. */

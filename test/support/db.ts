@@ -36,6 +36,14 @@ const pgSchema = Effect.acquireRelease(
   (schema) => adminStatement(`DROP SCHEMA ${schema} CASCADE`)
 )
 
+/** The same PostgreSQL schema as `db`, reached through a relay listening on `port` of 127.0.0.1. */
+export const throughRelay = (db: DatabaseOptions, port: number): DatabaseOptions => {
+  const schema = new URL(db.database_url).searchParams.get("options")!.replace("-c search_path=", "")
+  const via = new URL(postgresUrl)
+  via.port = String(port)
+  return { ...db, database_url: withSearchPath(via.toString(), schema) }
+}
+
 /** Options for a fresh, empty database of the given backend, removed when the scope closes. */
 export const testDatabase = (backend: TestBackend) =>
   backend === "pg"

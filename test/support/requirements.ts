@@ -68,3 +68,21 @@ export const chromiumAvailable = (): boolean => {
 
 export const needsChromium = (): boolean =>
   requireOrSkip("chromium", chromiumAvailable(), `no working ${CHROMIUM_PATH}: apt-get install -y chromium`)
+
+/** Whether this process may mount a small tmpfs (root with CAP_SYS_ADMIN): a real full disk for SQLite. */
+export const tmpfsMountable = (): boolean => {
+  if (process.getuid?.() !== 0 || !hasCommand("mount")) return false
+  const dir = execFileSync("mktemp", ["-d"]).toString().trim()
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir], { stdio: "ignore" })
+    execFileSync("umount", [dir], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  } finally {
+    execFileSync("rmdir", [dir], { stdio: "ignore" })
+  }
+}
+
+export const needsTmpfs = (): boolean =>
+  requireOrSkip("mounting a tmpfs (a real full disk)", tmpfsMountable(), "run as root with CAP_SYS_ADMIN")

@@ -13,6 +13,8 @@ export interface TcpProxy {
   readonly failNextWrite: () => void
   readonly refuse: () => void
   readonly accept: () => void
+  /** Connections relayed now, and the most ever open at once. */
+  readonly connections: () => { readonly open: number; readonly peak: number }
   readonly close: () => Promise<void>
 }
 
@@ -21,6 +23,7 @@ export const startTcpProxy = (target: { readonly host: string; readonly port: nu
     const open = new Set<net.Socket>()
     const doomed = new Set<net.Socket>()
     let refusing = false
+    let peak = 0
     const server = net.createServer((client) => {
       if (refusing) {
         client.destroy()
@@ -28,6 +31,7 @@ export const startTcpProxy = (target: { readonly host: string; readonly port: nu
       }
       const upstream = net.connect(target)
       open.add(client)
+      peak = Math.max(peak, open.size)
       const cut = () => {
         open.delete(client)
         doomed.delete(client)
@@ -62,6 +66,7 @@ export const startTcpProxy = (target: { readonly host: string; readonly port: nu
         accept: () => {
           refusing = false
         },
+        connections: () => ({ open: open.size, peak }),
         close: () =>
           new Promise<void>((r) => {
             for (const s of [...open]) s.destroy()

@@ -6,40 +6,18 @@
  * process on simulated TPMs; their machines record which IMA entry each quote asked for.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { layer as agentLayer, RunningAgent } from "../../src/agent/Agent.js"
-import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
-import { rawRequest } from "../../src/http/client.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { RunningAgent } from "../../src/agent/Agent.js"
+import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
+import { agentStatus, recordedAgent, verifierAdmin } from "../faults/support.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { startAttest } from "../support/attestProcess.js"
-import { agentBody } from "./pollerSupport.js"
+import { agentBody, waitFor as waitUntil } from "./pollerSupport.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
 const QUOTE_INTERVAL = 1
-
-/** A simulated agent whose machine records (wall clock, entry) for every IMA list it is asked for. */
-const recordedAgent = (agentId: string, dir: string, caPem: string) => {
-  const asked: Array<{ readonly at: number; readonly entry: number }> = []
-  const recording = Layer.effect(
-    MeasurementSource,
-    Effect.map(MeasurementSource, (inner) => ({
-      ...inner,
-      imaList: (from: number) => Effect.suspend(() => (asked.push({ at: Date.now(), entry: from }), inner.imaList(from)))
-    }))
-  )
-  const layer = agentLayer({ agentId, dataDir: dir, host: "127.0.0.1", port: 0, trustedClientCa: caPem, payload: { dir: join(dir, "secure"), extractZip: true } }).pipe(
-    Layer.provide(recording),
-    Layer.provideMerge(machineLayer({ name: agentId })),
-    Layer.provideMerge(TpmSimulator.layer({ seed: `kill-${agentId}` })),
-    Layer.provide(NodeHttpClient.layerUndici)
-  )
-  return { asked, layer }
-}
 
 describe("verifier killed with SIGKILL mid-poll", () => {
   it.live("resumes every agent at start from its stored IMA offset", () =>
@@ -72,26 +50,9 @@ describe("verifier killed with SIGKILL mid-poll", () => {
         const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
         return { run, url: LISTENING.exec(line.text)![1]!, listeningAt: Date.now() }
       })
-      const admin = (url: string, method: string, path: string, json?: unknown) =>
-        rawRequest({
-          method,
-          baseUrl: url,
-          path,
-          tls: { ca: ca.caPem, cert: ca.clientCert, key: ca.clientKey },
-          ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } })
-        }).pipe(Effect.orDie)
-      const status = (url: string, id: string) =>
-        Effect.map(admin(url, "GET", `/v2.6/agents/${id}`), (r) => JSON.parse(r.body).results as { operational_state: number; attestation_count: number })
-      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) =>
-        Effect.gen(function*() {
-          const deadline = Date.now() + 120_000
-          for (;;) {
-            const a = yield* read
-            if (ok(a)) return a
-            if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}; last: ${JSON.stringify(a)}`))
-            yield* Effect.sleep("100 millis")
-          }
-        })
+      const admin = verifierAdmin(ca)
+      const status = (url: string, id: string) => agentStatus(admin, url, id)
+      const waitFor = <A>(what: string, read: Effect.Effect<A>, ok: (a: A) => boolean) => waitUntil(what, read, ok, 120_000)
 
       const first = yield* start
       for (const a of agents) {

@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
-import { testDatabase, withSearchPath } from "../support/db.js"
+import { testDatabase, throughRelay } from "../support/db.js"
 import { needsPostgres, postgresUrl } from "../support/requirements.js"
 import { startTcpProxy } from "../support/tcpProxy.js"
 import { makeTestPki, removePki, startVerifier, summary, vcall } from "./apiHarness.js"
@@ -26,11 +26,7 @@ describe.skipIf(!pgOk)("verifier when PostgreSQL goes away", () => {
         Effect.promise(() => startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })),
         (p) => Effect.promise(() => p.close())
       )
-      // the fresh schema of testDatabase, reached through the proxy
-      const schema = new URL(db.database_url).searchParams.get("options")!.replace("-c search_path=", "")
-      const viaProxy = new URL(postgresUrl)
-      viaProxy.port = String(proxy.port)
-      const v = yield* startVerifier({ pki, db: { ...db, database_url: withSearchPath(viaProxy.toString(), schema) } })
+      const v = yield* startVerifier({ pki, db: throughRelay(db, proxy.port) })
       const call = (method: string, path: string, json?: unknown) => vcall(pki, v, { method, path, ...(json === undefined ? {} : { json }) })
       expect((yield* call("POST", `/v2.6/agents/${ID}`, validBody())).status).toBe(200)
 

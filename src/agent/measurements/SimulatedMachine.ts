@@ -30,8 +30,11 @@ export interface SimulatedMachineOptions {
 
 export interface SimulatedMachineShape {
   readonly name: string
-  /** Records a file measurement: `contentOrDigest` is the content, or "sha256:<hex>" for a digest. */
-  readonly measure: (path: string, contentOrDigest: Uint8Array | string) => Effect.Effect<void, MeasurementError>
+  /**
+   * Records a file measurement: `contentOrDigest` is the content, or "sha256:<hex>" for a digest;
+   * with the file's signature (evmctl's) the entry is ima-sig.
+   */
+  readonly measure: (path: string, contentOrDigest: Uint8Array | string, signature?: Uint8Array) => Effect.Effect<void, MeasurementError>
   readonly entries: Effect.Effect<number>
   readonly bootLog: Uint8Array
 }
@@ -78,8 +81,8 @@ const make = (options: SimulatedMachineOptions) =>
     }
 
     const lines = new ImaLines()
-    const record = (path: string, fileDigest: Uint8Array) => {
-      const e = encodeImaNg(fileDigest, path, { banks })
+    const record = (path: string, fileDigest: Uint8Array, signature?: Uint8Array) => {
+      const e = encodeImaNg(fileDigest, path, signature === undefined ? { banks } : { banks, signature })
       lines.push(e.line)
       return tpm.pcrExtend(10, e.templateHashes).pipe(Effect.mapError(fail("extending PCR 10")))
     }
@@ -102,9 +105,9 @@ const make = (options: SimulatedMachineOptions) =>
       name: options.name,
       bootLog: boot.log,
       entries: Effect.sync(() => lines.length),
-      measure: (path, contentOrDigest) =>
+      measure: (path, contentOrDigest, signature) =>
         lock.withPermits(1)(
-          Effect.suspend(() => record(path.replace(/\s/g, "_"), digestOf(contentOrDigest))).pipe(
+          Effect.suspend(() => record(path.replace(/\s/g, "_"), digestOf(contentOrDigest), signature)).pipe(
             Effect.tap(() => Effect.logInfo(`simulated machine ${options.name}: measured ${path}`))
           )
         )

@@ -25,7 +25,8 @@ import type { AgentRepo } from "../repo/AgentRepo.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
 import type { AgentView } from "../repo/rows.js"
 import { type OperationalState, stateName } from "../states.js"
-import { type CompiledAgent, compileAgentPolicy, type LoopSettings, policyKey } from "./agentPolicy.js"
+import type { CompileSettings } from "../../attestation/compileAgentPolicy.js"
+import { type CompiledAgent, compilePullAgent, policyKey } from "./agentPolicy.js"
 
 export interface LoopDeps {
   readonly agents: AgentRepo
@@ -35,7 +36,7 @@ export interface LoopDeps {
   readonly client: AgentClientShape
   readonly notifications: NotificationsShape
   readonly machine: MachineConfig
-  readonly settings: LoopSettings
+  readonly settings: CompileSettings
   /** Removes a TERMINATED agent and the policies only it used. */
   readonly removeAgent: (agentId: string) => Effect.Effect<void, unknown>
   /** Whether the agent is attested by push (API 3.0): such an agent is never polled. */
@@ -121,7 +122,7 @@ export const runAgentLoop = (deps: LoopDeps, agentId: string) => {
       // no read before the quote: an admin change (generation) or a replaced policy (checksum)
       // makes the verdict's write lose, and the loop reads the row again (Superseded → Reload)
       if (ctx.compiled === undefined || ctx.compiled.key !== policyKey(ctx.view)) {
-        const compiled = yield* Effect.either(compileAgentPolicy(ctx.view, deps.settings, deps))
+        const compiled = yield* Effect.either(compilePullAgent(ctx.view, deps.settings, deps))
         if (Either.isLeft(compiled)) return { _tag: "Crashed", message: compiled.left.message } as LoopEvent
         ctx.compiled = compiled.right
       }

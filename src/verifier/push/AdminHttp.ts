@@ -16,6 +16,7 @@ import { currentRequestPath, jsonApiResponse } from "../../http/jsonapi.js"
 import { AgentAdmin } from "../AgentAdmin.js"
 import { Agents } from "../Agents.js"
 import { VerifierApi } from "../Api.js"
+import type { RuntimePolicyResponse } from "../../../schemas/Verifier.js"
 import type { VerifierDomainError } from "../httpErrors.js"
 import { Policies } from "../policy/Policies.js"
 import type { RenderSettings } from "../render.js"
@@ -64,8 +65,9 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           return jsonApiResponse(status, documentOf(resource, withLocation ? resource.links.self : path), withLocation ? { location: resource.links.self } : {})
         }))
 
-    const imaDocument = (name: string, status: number, withLocation = false) =>
-      answer("imaPolicy", policies.getRuntime(name), (p) =>
+    /** The policy `read` gives (stored now, or read back), as a document. */
+    const imaDocument = (read: Effect.Effect<RuntimePolicyResponse, VerifierDomainError>, status: number, withLocation = false) =>
+      answer("imaPolicy", read, (p) =>
         Effect.map(prefixAndPath, ({ prefix, path }) => {
           const self = imaPolicyPath(prefix, p.name)
           return jsonApiResponse(status, documentOf(imaPolicyResource(p, prefix), withLocation ? self : path), withLocation ? { location: self } : {})
@@ -123,16 +125,16 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           const doc = yield* readBody(ReadCreateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const { id, attributes } = doc.right.data
-          return yield* answer("imaPolicy", policies.addRuntime(id, attributes), () => imaDocument(id, 201, true))
+          return yield* imaDocument(policies.addRuntime(id, attributes), 201, true)
         })))
-      .handleRaw("showImaPolicy", ({ path }) => guarded(VerifierAction.readRuntimePolicy, "admin", undefined, imaDocument(path.name, 200)))
+      .handleRaw("showImaPolicy", ({ path }) => guarded(VerifierAction.readRuntimePolicy, "admin", undefined, imaDocument(policies.getRuntime(path.name), 200)))
       .handleRaw("updateImaPolicy", ({ path }) =>
         guarded(VerifierAction.updateRuntimePolicy, "admin", undefined, Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const mismatch = idMismatch(doc.right.data.id, path.name)
           if (mismatch !== undefined) return yield* mismatch
-          return yield* answer("imaPolicy", policies.updateRuntime(path.name, doc.right.data.attributes), () => imaDocument(path.name, 200))
+          return yield* imaDocument(policies.updateRuntime(path.name, doc.right.data.attributes), 200)
         })))
       .handleRaw("deleteImaPolicy", ({ path }) =>
         guarded(VerifierAction.deleteRuntimePolicy, "admin", undefined, answer("imaPolicy", policies.deleteRuntime(path.name), () => noContent)))

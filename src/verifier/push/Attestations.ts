@@ -11,9 +11,10 @@
  * session an administrator's change ended, in any process, creates and accepts nothing.
  */
 import * as crypto from "node:crypto"
-import { Clock, Duration, Effect, Either, FiberSet, Option } from "effect"
+import { Cause, Clock, Duration, Effect, Either, FiberSet, Option } from "effect"
 import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
 import { makeFailure } from "../../../schemas/Evidence.js"
+import { AgentConfigUnusable } from "../../attestation/AgentConfigUnusable.js"
 import { VerifierConfig } from "../../config/services.js"
 import { recordAttestation } from "../../ops/metrics.js"
 import { evaluateTimed, stagesOf } from "../../ops/stages.js"
@@ -214,7 +215,11 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           Effect.gen(function*() {
             yield* Effect.logError(`push verification of agent ${agentId} attestation ${idx} failed`, cause)
             const now = yield* Clock.currentTimeMillis
-            const f = makeFailure("push.verification_error", "the verifier could not judge the evidence")
+            // a configuration the verifier cannot honour is named (field and reason), as the pull loop logs it
+            const unusable = Option.filter(Cause.failureOption(cause), (e) => e instanceof AgentConfigUnusable)
+            const f = Option.isSome(unusable)
+              ? makeFailure("push.verification_error", unusable.value.message, { field: unusable.value.field })
+              : makeFailure("push.verification_error", "the verifier could not judge the evidence")
             yield* repo.completeAttestation(agentId, idx, { pass: false, reason: "policy_violation", failures: JSON.stringify([f]), at: now })
           }).pipe(Effect.ignore)
         ),

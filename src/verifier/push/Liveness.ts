@@ -7,8 +7,10 @@
  * deadline ends acceptance before one full deadline (`quote_interval * 5`) has passed since this
  * verifier started listening (`listening`; until it is called, since the service started), so an
  * agent whose deadline passed while the verifier was down has that long to attest again. Agents
- * that never attested have no deadline. An attestation that passes, or an admin reactivation,
- * restores acceptance.
+ * that never attested have no deadline. Nor is the database's absence: while it is away no agent
+ * can attest, so once it answers again every agent gets one full deadline from then, as after a
+ * restart. A clock that went back does not stretch a deadline: none lies more than one full
+ * deadline ahead. An attestation that passes, or an admin reactivation, restores acceptance.
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { VerifierConfig } from "../../config/services.js"
@@ -29,6 +31,8 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
     // meanwhile wakes it again. A verdict's deadline (now + 5 intervals) is almost never earlier
     // than the one awaited: waking the sweeper for it would cost two statements per attestation.
     let wakeAt = Number.NEGATIVE_INFINITY
+    // a check failed (the database was away): the next one that reaches it starts a grace
+    let databaseAway = false
 
     const sleepUntil = (now: number, at: number) => {
       wakeAt = at
@@ -39,7 +43,16 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
     const sweep = Effect.gen(function*() {
       wakeAt = Number.NEGATIVE_INFINITY
       const now = yield* Clock.currentTimeMillis
+      if (databaseAway) {
+        const next = yield* repo.nextDeadline // reaches the database, or fails as before
+        databaseAway = false
+        graceEndsAt = Math.max(graceEndsAt, now + graceMs)
+        if (Option.isSome(next) && next.value < graceEndsAt) {
+          yield* Effect.logInfo(`push deadlines: the database answers again; no push agent times out before ${graceMs / 1000} s from now`)
+        }
+      }
       if (now < graceEndsAt) return yield* sleepUntil(now, graceEndsAt)
+      yield* repo.clampDeadlines(now + graceMs)
       const expired = yield* repo.expireDeadlines(now)
       for (const agentId of expired) {
         yield* Effect.logWarning(`Agent ${agentId} has timed out: no attestation within quote_interval * 5; attestations are no longer accepted until it attests again or is reactivated`).pipe(
@@ -50,7 +63,12 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
       const wait = Option.match(next, { onNone: () => MAX_SLEEP_MS, onSome: (d) => Math.min(MAX_SLEEP_MS, Math.max(0, d - now)) })
       yield* sleepUntil(now, now + wait)
     }).pipe(
-      Effect.catchAll((e) => Effect.zipRight(Effect.logError(`push deadline check failed: ${e.message}`), Effect.sleep(Duration.seconds(2))))
+      Effect.catchAll((e) =>
+        Effect.suspend(() => {
+          databaseAway = true
+          return Effect.zipRight(Effect.logError(`push deadline check failed: ${e.message}`), Effect.sleep(Duration.seconds(2)))
+        })
+      )
     )
 
     yield* Effect.forkScoped(Effect.forever(sweep))

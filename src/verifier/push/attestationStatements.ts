@@ -28,6 +28,7 @@ const AGENT_FACT_COLUMNS: ReadonlyArray<string> = [
   "a.operational_state",
   "a.ak_tpm",
   "a.tpm_policy",
+  "a.ima_sign_verification_keys",
   "a.accept_tpm_hash_algs",
   "a.accept_tpm_encryption_algs",
   "a.accept_tpm_signing_algs",

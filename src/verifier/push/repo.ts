@@ -11,6 +11,7 @@ import { storeError } from "../errors.js"
 import { attestationStatements } from "./attestationStatements.js"
 import type { SessionEndReason } from "./errors.js"
 import { AttestationRow, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
+import { inTransaction } from "../../db/transaction.js"
 
 // synchronous decoders: a row read on every request need not pay for an effect per row
 const decodeSession = Schema.decodeUnknownEither(SessionRow)
@@ -47,7 +48,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     }) =>
       run(
         "activate session",
-        sql.withTransaction(Effect.gen(function*() {
+        inTransaction(sql, Effect.gen(function*() {
           const inserted = yield* sql`INSERT INTO push_sessions ${
             sql.insert({
               session_id: s.sessionId,
@@ -121,6 +122,16 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         sql<{ agent_id: string }>`UPDATE push_agents SET accept_attestations = 0, updated_at = ${now}
           WHERE accept_attestations = 1 AND deadline_at IS NOT NULL AND deadline_at <= ${now} RETURNING agent_id`
       ).pipe(Effect.map((rows) => rows.map((r) => String(r.agent_id))))
+    /**
+     * No deadline lies further ahead than `latest` (now + one full deadline): one that does was
+     * written before the clock went back (or before quote_interval was shortened) and would
+     * otherwise let a silent agent go unnoticed for as long as the clock moved.
+     */
+    const clampDeadlines = (latest: number) =>
+      run(
+        "clamp push deadlines",
+        sql`UPDATE push_agents SET deadline_at = ${latest} WHERE accept_attestations = 1 AND deadline_at > ${latest}`
+      ).pipe(Effect.asVoid)
     /** The earliest deadline still pending, if any. */
     const nextDeadline = run(
       "next push deadline",
@@ -180,6 +191,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       listPushAgents,
       recordOutcome: (agentId: string, w: OutcomeWrite) => grouped((s) => s.recordOutcome(agentId, w)),
       expireDeadlines,
+      clampDeadlines,
       nextDeadline,
       restoreAcceptance,
       attestationContext: (agentId: string, sessionId?: string) => grouped((s) => s.attestationContext(agentId, sessionId)),

@@ -9,6 +9,7 @@ import { Effect, Schema } from "effect"
 import { nowSeconds } from "../../db/dialect.js"
 import { storeError } from "../errors.js"
 import { NotificationRow } from "./rows.js"
+import { inTransaction } from "../../db/transaction.js"
 
 export interface NewNotification {
   readonly notifier: string
@@ -30,7 +31,7 @@ export class NotificationOutbox extends Effect.Service<NotificationOutbox>()("at
      */
     const enqueue = Effect.fn("NotificationOutbox.enqueue")(function*(n: NewNotification, bound: number) {
       const now = yield* nowSeconds
-      return yield* sql.withTransaction(Effect.gen(function*() {
+      return yield* inTransaction(sql, Effect.gen(function*() {
         const countRows = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM verifier_notifications WHERE notifier = ${n.notifier}`
         const excess = Number(countRows[0]?.n ?? 0) - Math.max(bound, 1) + 1
         let dropped = 0

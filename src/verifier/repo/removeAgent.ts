@@ -7,13 +7,14 @@ import { Effect, Option } from "effect"
 import { storeError } from "../errors.js"
 import type { AgentRepo } from "./AgentRepo.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "./PolicyRepo.js"
+import { inTransaction } from "../../db/transaction.js"
 
 /** True when the agent was there and is now gone. */
 export const removeAgentAndOwnPolicies = (
   deps: { readonly sql: SqlClient.SqlClient; readonly agents: AgentRepo; readonly runtimePolicies: RuntimePolicyRepo; readonly mbPolicies: MbPolicyRepo },
   agentId: string
 ) =>
-  deps.sql.withTransaction(Effect.gen(function*() {
+  inTransaction(deps.sql, Effect.gen(function*() {
     const removed = yield* deps.agents.remove(agentId)
     if (!removed) return false
     if (Option.isNone(yield* deps.runtimePolicies.usedBy(agentId))) yield* deps.runtimePolicies.remove(agentId)

@@ -1,0 +1,33 @@
+/**
+ * `attest verifier` as its own process for a benchmark: started with a config file (the bundle, see
+ * _verifierCommand.ts), its API URL read from its start line, the generated admin client's TLS
+ * files; stopped with SIGINT and awaited when the scope closes (a CPU profile is written as it exits).
+ */
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { CA_FILES } from "../src/pki/layout.js"
+import { attestCommand } from "./_verifierCommand.js"
+
+export const spawnVerifier = (config: string, caDir: string, nodeArgs: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const child = spawn(process.execPath, [...nodeArgs, ...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
+    const exited = new Promise((r) => child.once("exit", r))
+    yield* Effect.addFinalizer(() => Effect.promise(() => (child.kill("SIGINT"), exited)))
+    const url = yield* Effect.async<string>((resume) => {
+      let out = ""
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString()
+        const m = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)
+        if (m) resume(Effect.succeed(m[1]!))
+      })
+      child.once("exit", (code) => resume(Effect.dieMessage(`attest verifier exited (${code}): ${out}`)))
+    })
+    const tls = {
+      ca: readFileSync(join(caDir, CA_FILES.caCert), "utf8"),
+      cert: readFileSync(join(caDir, CA_FILES.clientCert), "utf8"),
+      key: readFileSync(join(caDir, CA_FILES.clientKey), "utf8")
+    }
+    return { url, pid: child.pid!, tls }
+  })
