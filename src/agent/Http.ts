@@ -29,6 +29,7 @@ import { AgentIdentity } from "./Identity.js"
 import { parseChallenge, parseIdentityQuery, parseIntegrityQuery, type Query } from "./queries.js"
 import { Quotes } from "./Quotes.js"
 import { checkRevocation } from "./revocation.js"
+import { requestTargetUrl } from "../http/requestTarget.js"
 
 /** rust-keylime's SUPPORTED_API_VERSIONS plus 2.0 (spec §9: quotes and keys exist since 2.0). */
 export const AGENT_API_VERSIONS: ReadonlyArray<string> = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
@@ -190,7 +191,8 @@ export const makeAgentApp = (options: AgentHttpOptions = {}) =>
         if (Either.isLeft(read)) return bodyRefusedResponse(read.left)
         body = read.right
       }
-      const url = new URL(request.url, "https://agent")
+      const url = requestTargetUrl(request.url)
+      if (url === undefined) return envelopeResponse(400, "Bad Request: the request target is not a path")
       const method = request.method
       const path = url.pathname
       const query: Record<string, string> = {}

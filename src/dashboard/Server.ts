@@ -18,6 +18,7 @@ import { DEFAULT_LISTENER_TIMEOUTS, nodeServerTimeouts } from "../http/timeouts.
 import { type Asset, loadAssets } from "./assets.js"
 import { Sampler, type SamplerShape } from "./Sampler.js"
 import { agentView, overviewView, policiesView, registrarView } from "./views.js"
+import { requestTargetUrl } from "../http/requestTarget.js"
 
 export const DEFAULT_DASHBOARD_PORT = 8443
 const PORT_SEARCH = 20
@@ -67,7 +68,8 @@ const handler = (sampler: SamplerShape, assets: ReadonlyMap<string, Asset>, allo
         res.setHeader("allow", "GET, HEAD")
         return json(res, 405, { error: `${req.method} is not served: the dashboard is read-only` })
       }
-      const url = new URL(req.url ?? "/", "http://localhost")
+      const url = requestTargetUrl(req.url ?? "/")
+      if (url === undefined) return json(res, 400, { error: `the request target ${JSON.stringify(req.url)} is not a path` })
       const path = url.pathname
       if (path === "/api/events") return events(sampler, streams, res)
       if (path.startsWith("/api/")) {

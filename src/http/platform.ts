@@ -86,9 +86,11 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
           if (media !== undefined) return refuse(415, StatusText.unsupportedMediaType(media))
         }
         const withUrl = <E, R>(app: HttpApp.Default<E, R>, url: string) => {
-          // a body read as JSON is declared as JSON to the API's payload decoder (which reads
-          // `application/vnd.api+json` as bytes otherwise)
-          const modified = body === undefined || jsonApi
+          // the v2 family's payload is JSON, so the API's payload decoder is told JSON: it reads
+          // `application/vnd.api+json` as bytes otherwise, and for a request without a body that
+          // names `multipart/form-data` it waited for parts that never come (no answer at all; found
+          // by the registrar-routes fuzzer)
+          const modified = jsonApi
             ? request.modify({ url })
             : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
           return Effect.provideService(

@@ -47,8 +47,12 @@ export const TPMA_OBJECT = {
   encryptedDuplication: 1 << 11,
   restricted: 1 << 16,
   decrypt: 1 << 17,
-  sign: 1 << 18
+  sign: 1 << 18,
+  x509sign: 1 << 19
 } as const
+
+/** TPMA_OBJECT bits the specification reserves: a TPM refuses an area with one set (TPM_RC_RESERVED_BITS). */
+export const TPMA_OBJECT_RESERVED = 0xfff0f309
 
 /** TPM_ECC_CURVE ids. */
 export const TPM_ECC = {

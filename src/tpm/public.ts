@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { cryptoPort } from "../crypto/active.js"
 import type { Curve, PublicKey } from "../crypto/port.js"
 import { parseWhole, type Reader, Writer, concatBytes } from "./bytes.js"
-import { TPM_ALG, TPM_ECC, TPM_RH_ENDORSEMENT, TPMA_OBJECT } from "./constants.js"
+import { TPM_ALG, TPM_ECC, TPM_RH_ENDORSEMENT, TPMA_OBJECT, TPMA_OBJECT_RESERVED } from "./constants.js"
 import { TpmParseError } from "./errors.js"
 import { algIdOf, digestSize, hashAlgFromId, type HashAlg } from "./hashAlg.js"
 
@@ -115,7 +115,12 @@ export const readTpmtPublic = (r: Reader): TpmtPublic => {
   const nameAt = r.offset
   const nameAlg = hashAlgFromId(r.u16(S))
   if (nameAlg === undefined) r.fail("unsupported nameAlg", S, nameAt)
+  const attributesAt = r.offset
   const attributes = r.u32(S)
+  // no TPM makes such an area: a key described with them is not one a TPM holds
+  if ((attributes & TPMA_OBJECT_RESERVED) !== 0) {
+    r.fail(`reserved TPMA_OBJECT bits set (0x${((attributes & TPMA_OBJECT_RESERVED) >>> 0).toString(16).padStart(8, "0")})`, S, attributesAt)
+  }
   const authPolicy = r.tpm2b("TPMT_PUBLIC.authPolicy")
   let fields: TpmtPublicFields
   switch (type) {

@@ -16,7 +16,7 @@ import type { CertifyAttest, ClockInfo } from "./attest.js"
 import { nameOf, type TpmtPublic } from "./public.js"
 import { verifySignature, type TpmtSignature } from "./signature.js"
 import type { SignScheme } from "./Tpm.js"
-import { readSignedAttest } from "./verifyQuote.js"
+import { checkKeyScheme, readSignedAttest } from "./verifyQuote.js"
 
 export interface VerifyCertifyInput {
   /** The certified object (the AK): parsed or TPM2B_PUBLIC bytes. */
@@ -45,10 +45,12 @@ export const verifyCertify = (input: VerifyCertifyInput): Either.Either<Verified
   const object = resolveAk(input.objectPublic, false)
   if (Either.isLeft(object)) return Either.left(object.left)
   let key = input.signerKey
+  let signerPublic: TpmtPublic | undefined
   if (key === undefined) {
     const signer = input.signerPublic === undefined ? resolveAk(input.objectPublic) : resolveAk(input.signerPublic)
     if (Either.isLeft(signer)) return Either.left(signer.left)
     key = signer.right.key
+    signerPublic = signer.right.public
   }
   const read = readSignedAttest(key, input.signature, input.attest, {
     type: TPM_ST_ATTEST_CERTIFY,
@@ -58,6 +60,8 @@ export const verifyCertify = (input: VerifyCertifyInput): Either.Either<Verified
   })
   if (Either.isLeft(read)) return Either.left(read.left)
   const { sig } = read.right
+  const schemeErr = signerPublic === undefined ? undefined : checkKeyScheme(signerPublic, sig)
+  if (schemeErr !== undefined) return Either.left(schemeErr)
   const attest = read.right.attest as CertifyAttest
   if (!equalBytes(attest.extraData, input.nonce)) return fail("nonce", "extraData does not equal the nonce")
   if (!sameBytes(attest.attested.name, nameOf(object.right.public))) {

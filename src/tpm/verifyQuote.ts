@@ -9,9 +9,9 @@ import { cryptoPort } from "../crypto/active.js"
 import type { PublicKey } from "../crypto/port.js"
 import { resolveAk } from "./akCache.js"
 import { sameBytes } from "./bytes.js"
-import { TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
+import { TPM_ALG, TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE } from "./constants.js"
 import { QuoteVerifyError, type QuoteCheck } from "./errors.js"
-import { digestSize, type HashAlg } from "./hashAlg.js"
+import { algIdOf, digestSize, type HashAlg } from "./hashAlg.js"
 import { parseAttest, type ClockInfo, type QuoteAttest, type TpmsAttest } from "./attest.js"
 import { type PcrBlob, readPcrBlob } from "./pcrBlob.js"
 import { sameSelection } from "./pcrSelection.js"
@@ -97,6 +97,22 @@ export const checkSignatureAlgorithm = (
   return undefined
 }
 
+/**
+ * A restricted signing key with a scheme in its public area signs only with that scheme and hash
+ * (TPM2_Quote takes TPM_ALG_NULL or the key's own scheme): a signature with another one was not made
+ * by the key that area describes.
+ */
+export const checkKeyScheme = (pub: TpmtPublic, sig: TpmtSignature): QuoteVerifyError | undefined => {
+  const scheme = pub.type === "rsa" || pub.type === "ecc" ? pub.scheme : null
+  if (scheme === null) return undefined
+  if (scheme.scheme === TPM_ALG[sig.alg] && scheme.hashAlg === algIdOf(sig.hash)) return undefined
+  const id = (n: number) => `0x${n.toString(16).padStart(4, "0")}`
+  return new QuoteVerifyError({
+    check: "scheme",
+    message: `the AK's scheme is ${id(scheme.scheme)} with hash ${id(scheme.hashAlg)}, the signature is ${sig.alg} with ${sig.hash}`
+  })
+}
+
 /** Reads magic and type without a full parse so those failures are reported as such. */
 export const checkMagicAndType = (attest: Uint8Array, expectedType: number, typeName: string): QuoteVerifyError | undefined => {
   if (attest.length < 6) return new QuoteVerifyError({ check: "parse", message: `TPMS_ATTEST of ${attest.length} bytes is too short` })
@@ -144,10 +160,12 @@ export const verifyQuote = (input: VerifyQuoteInput): Either.Either<VerifiedQuot
 /** `ordered`: the PCR values in selection order when the blob parse already has them. */
 const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefined): Either.Either<VerifiedQuote, QuoteVerifyError> => {
   let key = input.akKey
+  let akPublic: TpmtPublic | undefined
   if (key === undefined) {
     const ak = resolveAk(input.akPublic)
     if (Either.isLeft(ak)) return Either.left(ak.left)
     key = ak.right.key
+    akPublic = ak.right.public
   }
   const read = readSignedAttest(key, input.signature, input.attest, {
     type: TPM_ST_ATTEST_QUOTE,
@@ -157,6 +175,8 @@ const verifyWithOrdered = (input: VerifyQuoteInput, known: Uint8Array | undefine
   })
   if (Either.isLeft(read)) return Either.left(read.left)
   const { sig } = read.right
+  const schemeErr = akPublic === undefined ? undefined : checkKeyScheme(akPublic, sig)
+  if (schemeErr !== undefined) return Either.left(schemeErr)
   const attest = read.right.attest as QuoteAttest
 
   // The nonce is public (the agent echoes it): a plain compare, no constant-time native call.

@@ -76,6 +76,13 @@ layer(TestLayer, { timeout: 60_000, excludeTestServices: true })("pull agent on 
       })
     }))
 
+  // found by the agent-routes fuzzer: a target starting with "//" was read as a host and answered 500
+  it.effect("answers request targets that start with // as paths: 404 or the root hint, never 500", () =>
+    Effect.gen(function*() {
+      expect(yield* get("//")).toEqual({ status: 404, body: { code: 404, status: "Not Found", results: {} } })
+      expect(yield* get("//v2.6/agent/info")).toEqual({ status: 404, body: { code: 404, status: "Not Found", results: {} } })
+    }))
+
   it.effect("reports agent/info with the enc_alg spelling of the requested version", () =>
     Effect.gen(function*() {
       const new_ = yield* get("/v2.5/agent/info")

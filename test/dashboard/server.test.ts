@@ -55,6 +55,16 @@ describe("dashboard web server", () => {
       expect((yield* get(url, "/api/overview")).status).toBe(200)
     }), 60_000)
 
+  // found by the dashboard-routes fuzzer: "//" was a 500 and "//host/api/…" was read as host and path
+  it.scopedLive("reads a request target that starts with // as a path: not a 500, and no other host's path", () =>
+    Effect.gen(function*() {
+      const url = yield* dashboard()
+      const root = yield* get(url, "//")
+      expect([root.status, JSON.parse(root.body)]).toEqual([404, { error: "not found: //" }])
+      const other = yield* get(url, "//evil.example/api/overview")
+      expect([other.status, JSON.parse(other.body)]).toEqual([404, { error: "not found: //evil.example/api/overview" }])
+    }), 60_000)
+
   it.scopedLive(`serves at most ${MAX_EVENT_STREAMS} live-event streams; another is refused with 503 saying so; a closed one frees its place`, () =>
     Effect.gen(function*() {
       const url = yield* dashboard()

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
+import { rawRequest } from "../../src/http/client.js"
 import { decodeCredentialFile } from "../../src/tpm/credential.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { agentBody, authTagFor, type Call, call, countRows, makeTestPki, removePki, sqliteLayer, TestRegistrar, testRegistrarLayer } from "./harness.js"
@@ -85,6 +86,31 @@ describe("registrar answers every request body's media type", () => {
               415,
               { code: 415, status: `Unsupported Media Type: the request body must be JSON (application/json), not ${media}`, results: {} }
             ])
+          }
+        }
+        expect(yield* countRows).toBe(before)
+      }))
+
+    // found by the registrar-routes fuzzer: no body at all, but a Content-Type naming parts
+    it.effect("answers a POST or PUT without a body whose Content-Type is multipart or a form, on both listeners, and stores nothing", () =>
+      Effect.gen(function*() {
+        const reg = yield* TestRegistrar
+        const before = yield* countRows
+        for (const port of ["http", "https"] as const) {
+          for (const [method, path] of [["POST", "/v2.6/agents/no-body"], ["PUT", "/v2.6/agents/no-body/activate"]] as const) {
+            for (const type of ["multipart/form-data; boundary=x", "application/x-www-form-urlencoded"]) {
+              const r = yield* rawRequest({
+                method,
+                baseUrl: port === "http" ? reg.httpUrl : reg.httpsUrl,
+                path,
+                headers: { "content-type": type },
+                ...(port === "https" ? { tls: pki.clients.admin } : {})
+              }).pipe(
+                Effect.timeoutFail({ duration: ANSWER_WITHIN, onTimeout: () => new Error(`${method} ${path} on ${port} (${type}, no body) not answered within ${Duration.format(ANSWER_WITHIN)}`) }),
+                Effect.orDie
+              )
+              expect([r.status, JSON.parse(r.body)], `${method} ${port} ${type}`).toEqual([400, { code: 400, status: "Invalid request: the request body must be a JSON object", results: {} }])
+            }
           }
         }
         expect(yield* countRows).toBe(before)

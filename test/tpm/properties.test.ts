@@ -4,7 +4,7 @@ import { Either, FastCheck as fc } from "effect"
 import {
   decodeQuoteString, encodeQuoteString, makeTpmtPublic, marshalAttest, marshalPcrBlob, marshalPcrSelection,
   marshalSignature, marshalTpm2bPublic, maskOfPcrs, parseAttest, parsePcrBlob, parsePcrSelection, parseSignature,
-  parseTpm2bPublic, pcrsOfMask, verifyQuote, type HashAlg, type PcrBlob, type TpmsAttest, type TpmtPublicFields,
+  parseTpm2bPublic, pcrsOfMask, TPMA_OBJECT_RESERVED, verifyQuote, type HashAlg, type PcrBlob, type TpmsAttest, type TpmtPublicFields,
   type TpmtSignature
 } from "../../src/tpm/index.js"
 import { keyObjectOf, sameKey } from "../../src/tpm/node.js"
@@ -14,7 +14,7 @@ const hashArb = fc.constantFrom<HashAlg>("sha1", "sha256", "sha384", "sha512")
 const bytes = (max: number) => fc.uint8Array({ maxLength: max })
 const hashIdArb = fc.constantFrom(0x0004, 0x000b, 0x000c, 0x000d)
 const symArb = fc.option(fc.record({ alg: fc.constant(0x0006), keyBits: fc.constantFrom(128, 256), mode: fc.constantFrom(0x0043, 0x0042) }), { nil: null })
-const common = { nameAlg: hashArb, attributes: fc.integer({ min: 0, max: 0xffffffff }), authPolicy: bytes(64) }
+const common = { nameAlg: hashArb, attributes: fc.integer({ min: 0, max: 0xffffffff }).map((a) => (a & ~TPMA_OBJECT_RESERVED) >>> 0), authPolicy: bytes(64) }
 
 const publicArb: fc.Arbitrary<TpmtPublicFields> = fc.oneof(
   fc.record({
@@ -120,6 +120,40 @@ describe("codec round trips", () => {
     expect(pcrsOfMask("0x408000")).toEqual([15, 22])
     expect(maskOfPcrs([22, 15])).toBe("0x408000")
     expect(pcrsOfMask("0xzz")).toBeUndefined()
+  })
+})
+
+describe("reserved TPMA_OBJECT bits", () => {
+  // found by the quote-tamper fuzz target: the recorded ECC AK with attribute bit 24 set verified its quote
+  it("a public area with a reserved attribute bit is refused, naming the bits; a quote does not verify with it", () => {
+    const ak = makeAk("ecc")
+    const q = makeQuote(ak, [{ hash: "sha256", pcrs: [0, 10] }])
+    const { bytes: _parsed, ...fields } = ak.public
+    for (const bit of [0, 3, 8, 9, 12, 15, 20, 24, 31]) {
+      const bytes = marshalTpm2bPublic({ ...fields, attributes: (fields.attributes | (1 << bit)) >>> 0 })
+      const parsed = parseTpm2bPublic(bytes)
+      expect(Either.isLeft(parsed) && parsed.left.message).toBe(`reserved TPMA_OBJECT bits set (0x${((1 << bit) >>> 0).toString(16).padStart(8, "0")})`)
+      const r = verifyQuote({ akPublic: bytes, attest: q.attest, signature: q.signature, pcrs: q.pcrs, nonce: q.nonce })
+      expect(Either.isLeft(r) && r.left.check).toBe("key")
+    }
+    expect(Either.isRight(verifyQuote({ akPublic: marshalTpm2bPublic(ak.public), attest: q.attest, signature: q.signature, pcrs: q.pcrs, nonce: q.nonce }))).toBe(true)
+  })
+})
+
+describe("the AK's own scheme", () => {
+  // found by the quote-tamper fuzz target: the recorded ECC AK with its scheme's hash changed verified its quote
+  it("a quote signed with another scheme or hash than the AK's public area names is refused; a NULL scheme takes any", () => {
+    const ak = makeAk("ecc", "ecdsa", "sha256")
+    const q = makeQuote(ak, [{ hash: "sha256", pcrs: [0, 10] }])
+    const { bytes: _parsed, ...fields } = ak.public
+    const withScheme = (scheme: { readonly scheme: number; readonly hashAlg: number } | null) =>
+      verifyQuote({ akPublic: marshalTpm2bPublic({ ...fields, scheme } as TpmtPublicFields), attest: q.attest, signature: q.signature, pcrs: q.pcrs, nonce: q.nonce })
+    const sha384 = withScheme({ scheme: 0x0018, hashAlg: 0x000c })
+    expect(Either.isLeft(sha384) && sha384.left).toMatchObject({ check: "scheme", message: "the AK's scheme is 0x0018 with hash 0x000c, the signature is ecdsa with sha256" })
+    const schnorr = withScheme({ scheme: 0x001c, hashAlg: 0x000b })
+    expect(Either.isLeft(schnorr) && schnorr.left.check).toBe("scheme")
+    expect(Either.isRight(withScheme({ scheme: 0x0018, hashAlg: 0x000b }))).toBe(true)
+    expect(Either.isRight(withScheme(null))).toBe(true)
   })
 })
 
