@@ -3,11 +3,14 @@
  * an empty state, TEE reports through src/tee) and `verify/identity` (a quote against an agent's
  * stored AK). Both are judged by the worker pool of src/verifier/stateless/ (issue 22: parsing,
  * compiling and evaluating a request's policies on the event loop that serves agents let anyone
- * starve attestation); this service admits requests to it, looks up the agent for verify/identity
- * and records the metrics. The settings are checked at start here too: one that cannot be used
+ * starve attestation) — all but verify/evidence bodies up to `verify_inline_max_body_size`, judged
+ * on this thread because the hop would cost more than their judging and their size bounds what one
+ * can take from the loop; every request, judged here or there, first takes a place in the same
+ * bounded admission. This service admits requests, looks up the agent for verify/identity and
+ * records the metrics. The settings are checked at start here too: one that cannot be used
  * stops start-up naming the option.
  */
-import { Context, Effect, Option, Schedule, type Scope } from "effect"
+import { Clock, Context, Effect, Option, Schedule, type Scope } from "effect"
 import type { VerifyIdentityQuery, VerifyIdentityResult } from "../../schemas/Evidence.js"
 import { VerifierConfig } from "../config/services.js"
 import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../db/transient.js"
@@ -18,9 +21,11 @@ import { recordStages } from "../ops/stages.js"
 import { fromBase64 } from "../tpm/bytes.js"
 import { AgentNotFound } from "./errors.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
-import type { EvidenceJudgement } from "./stateless/judgeEvidence.js"
+import { type EvidenceJudgement, judgeEvidence } from "./stateless/judgeEvidence.js"
 import { makeStatelessPool, type StatelessBusy, type StatelessWorkerFailed } from "./stateless/pool.js"
+import { makeStatelessPolicyCache } from "./stateless/policyCache.js"
 import { statelessSettings } from "./stateless/settings.js"
+import { runtimePolicyOf } from "./verifyEvidence.js"
 import { parseIdentityQuery } from "./verifyIdentity.js"
 
 export { StatelessConfigError } from "./stateless/settings.js"
@@ -41,15 +46,26 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
     const agents = yield* AgentRepo
     const roots = yield* SnpTrustRoots
     // the workers read the same options: what they cannot use stops start-up here
-    yield* statelessSettings(config, roots)
+    const settings = yield* statelessSettings(config, roots)
     const pool = yield* makeStatelessPool(config, roots)
+    // small bodies are judged here: the hop to a worker costs more than their judging, and their
+    // bound keeps what one request can take from the loop to a few milliseconds
+    const inlineCache = makeStatelessPolicyCache(config.verify_policy_cache_size)
+    const judgeHere = (body: Uint8Array, version: ApiVersion, wantsEar: boolean) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        judgeEvidence(body, version, wantsEar, {
+          ...settings.base,
+          verifyTee: settings.verifyTee(now),
+          now: () => performance.now(),
+          compileRuntimePolicy: (text) => inlineCache.compile(text, runtimePolicyOf)
+        }))
 
     /** A place among those judged and waiting until the scope closes; StatelessBusy when none is free. */
     const admit: Effect.Effect<void, StatelessBusy, Scope.Scope> = pool.admit
 
     /** POST verify/evidence, the body as received: the answer's status and envelope (Http.ts writes it). */
     const evidence = (body: Uint8Array, version: ApiVersion, wantsEar: boolean): Effect.Effect<EvidenceJudgement, StatelessWorkerFailed> =>
-      pool.evidence(body, version, wantsEar).pipe(
+      (body.byteLength <= config.verify_inline_max_body_size ? judgeHere(body, version, wantsEar) : pool.evidence(body, version, wantsEar)).pipe(
         Effect.tap(({ verdict }) =>
           verdict === undefined ? Effect.void : Effect.zipRight(recordStages(verdict.stages), recordAttestation("evidence", verdict.valid, verdict.failureTypes))),
         Effect.withSpan("StatelessChecks.evidence")
