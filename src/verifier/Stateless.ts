@@ -24,8 +24,7 @@ import { AgentRepo } from "./repo/AgentRepo.js"
 import { type EvidenceJudgement, judgeEvidence } from "./stateless/judgeEvidence.js"
 import { makeStatelessPool, type StatelessBusy, type StatelessWorkerFailed } from "./stateless/pool.js"
 import { makeStatelessPolicyCache } from "./stateless/policyCache.js"
-import { statelessSettings } from "./stateless/settings.js"
-import { runtimePolicyOf } from "./verifyEvidence.js"
+import { judgingContext, statelessSettings } from "./stateless/settings.js"
 import { parseIdentityQuery } from "./verifyIdentity.js"
 
 export { StatelessConfigError } from "./stateless/settings.js"
@@ -52,13 +51,7 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
     // bound keeps what one request can take from the loop to a few milliseconds
     const inlineCache = makeStatelessPolicyCache(config.verify_policy_cache_size)
     const judgeHere = (body: Uint8Array, version: ApiVersion, wantsEar: boolean) =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
-        judgeEvidence(body, version, wantsEar, {
-          ...settings.base,
-          verifyTee: settings.verifyTee(now),
-          now: () => performance.now(),
-          compileRuntimePolicy: (text) => inlineCache.compile(text, runtimePolicyOf)
-        }))
+      Effect.map(Clock.currentTimeMillis, (now) => judgeEvidence(body, version, wantsEar, judgingContext(settings, inlineCache, now, () => performance.now())))
 
     /** A place among those judged and waiting until the scope closes; StatelessBusy when none is free. */
     const admit: Effect.Effect<void, StatelessBusy, Scope.Scope> = pool.admit

@@ -9,7 +9,8 @@ import { builtinMbPolicies, MbPolicyRegistry } from "../../boot/policy.js"
 import { loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../../tee/index.js"
 import { severityPolicyFromOptions } from "../evaluate/severity.js"
 import type { TeeVerifier } from "../evaluate/types.js"
-import type { VerifyEvidenceContext } from "../verifyEvidence.js"
+import { runtimePolicyOf, type VerifyEvidenceContext } from "../verifyEvidence.js"
+import type { StatelessPolicyCache } from "./policyCache.js"
 
 /** A `[verifier]` option the stateless checks cannot use; the message names it. */
 export class StatelessConfigError extends Data.TaggedError("StatelessConfigError")<{ readonly message: string }> {}
@@ -47,3 +48,15 @@ export const statelessSettings = (options: StatelessOptions, roots: SnpRoots): E
       verifyTee: (now) => (data) => verifyTeeEvidence(data, { now: new Date(now), chainCache, roots, ...(vcekDir === undefined ? {} : { vcekDir }) })
     }
   })
+
+/**
+ * One request's context: SEV-SNP certificates judged at `teeNow` (the server's wall clock, ms),
+ * stages timed by `clock`, runtime policies compiled through `cache`. The server's thread and the
+ * workers build it alike.
+ */
+export const judgingContext = (settings: StatelessSettings, cache: StatelessPolicyCache, teeNow: number, clock: () => number): VerifyEvidenceContext => ({
+  ...settings.base,
+  verifyTee: settings.verifyTee(teeNow),
+  now: clock,
+  compileRuntimePolicy: (text) => cache.compile(text, runtimePolicyOf)
+})

@@ -12,12 +12,11 @@ import { readlinkSync } from "node:fs"
 import { setPriority } from "node:os"
 import { makeSnpRoots, type ProductLine, type SnpRoots } from "../../tee/index.js"
 import { parseVersion } from "../../http/versions.js"
-import { runtimePolicyOf } from "../verifyEvidence.js"
 import { verifyIdentity } from "../verifyIdentity.js"
 import { judgeEvidence } from "./judgeEvidence.js"
 import { makeStatelessPolicyCache, type StatelessPolicyCache } from "./policyCache.js"
 import { StatelessRequest, type WorkerSettings } from "./protocol.js"
-import { type StatelessSettings, statelessSettings } from "./settings.js"
+import { judgingContext, type StatelessSettings, statelessSettings } from "./settings.js"
 
 /** This thread's niceness only (Linux: setpriority on a thread id). Best effort elsewhere. */
 const lowerOwnPriority = (nice: number): void => {
@@ -54,12 +53,7 @@ const handlers = {
     Effect.sync(() => {
       const { cache, settings } = ready()
       const version = parseVersion(req.version) ?? { major: 2, minor: 5 }
-      return judgeEvidence(req.body, version, req.wantsEar, {
-        ...settings.base,
-        verifyTee: settings.verifyTee(req.now),
-        now: clock,
-        compileRuntimePolicy: (text) => cache.compile(text, runtimePolicyOf)
-      })
+      return judgeEvidence(req.body, version, req.wantsEar, judgingContext(settings, cache, req.now, clock))
     }),
   CheckIdentity: (req: { readonly ak: Uint8Array; readonly agent_uuid: string; readonly quote: string; readonly nonce: string; readonly hash_alg: string }) =>
     Effect.sync(() => verifyIdentity(req.ak, req))
