@@ -19,3 +19,22 @@ export { VerifierApi, VERIFIER_UNVERSIONED } from "./Api.js"
 export { VerifierDomainLive, VerifierServerLive, type VerifierServerOptions } from "./Server.js"
 export { VerifierFromConfig as Verifier, verifierOptions, verifierServerOptions } from "./fromConfig.js"
 export { PollerControl, type PollerControlShape } from "./PollerControl.js"
+
+// --- for attest/testing (src/testing/): the parts a fleet in one process assembles itself -------
+// (the pull loop over another AgentClient, the repositories it decorates to log verdicts, the push
+// protocol's services it calls without HTTP). Paths move with issue 23 §2; this list stays.
+export { AgentClient, type AgentClientShape, AgentRequestFailed, type AgentTarget } from "./AgentClient.js"
+export { networkProblem, quoteAnswer, quotePath, type RequestProblem } from "./quoteRequest.js"
+export { pollerLayer } from "./Poller.js"
+export { NotifiersLive } from "./notify/NotifiersLive.js"
+export { Agents } from "./Agents.js"
+export { AgentRepo } from "./repo/AgentRepo.js"
+export { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
+export { NotificationOutbox } from "./repo/NotificationOutbox.js"
+export { PolicyCache } from "./policy/PolicyCache.js"
+export { PushRepo } from "./push/repo.js"
+export { Attestations, requestedOf } from "./push/Attestations.js"
+export { Sessions } from "./push/Sessions.js"
+export { Liveness } from "./push/Liveness.js"
+export { SessionSweep } from "./push/SessionSweep.js"
+export { OperationalState, stateName } from "./states.js"
