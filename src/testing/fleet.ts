@@ -141,6 +141,7 @@ export const runFleet = (o: FleetOptions): Effect.Effect<FleetRun, FleetSetupErr
   const options = VerifierConfig.test({ ...FLEET_VERIFIER_DEFAULTS, ...o.verifier })
   const script = o.script ?? []
   return Effect.gen(function*() {
+    if (!Number.isInteger(size) || size < 1) return yield* new FleetSetupError({ agentId: "(fleet)", step: "options", reason: `agents must be a whole number from 1, got ${size}` })
     const problem = script.map((e) => eventProblem(e, size)).find((p) => p !== undefined)
     if (problem !== undefined) return yield* new FleetSetupError({ agentId: "(script)", step: "script", reason: problem })
     const config = yield* VerifierConfig
@@ -160,7 +161,7 @@ export const runFleet = (o: FleetOptions): Effect.Effect<FleetRun, FleetSetupErr
     }
 
     const verifier = yield* Layer.build(verifierLayer(config, agents).pipe(Layer.provide(Layer.succeed(VerdictLog, log)))).pipe(Effect.orDie)
-    const database = (yield* Effect.provide(DatabaseSwitch, verifier))
+    const database = yield* Effect.provide(DatabaseSwitch, verifier)
     yield* Effect.gen(function*() {
       const enrol = yield* Agents
       const reg = yield* Registrar
@@ -181,7 +182,7 @@ export const runFleet = (o: FleetOptions): Effect.Effect<FleetRun, FleetSetupErr
       }
       for (const e of script) yield* Effect.forkScoped(playEvent(e, (n) => ordered[n - 1]!, database))
       yield* TestClock.adjust(o.duration)
-    }).pipe(Effect.provide(Layer.succeedContext(registrar)), Effect.provide(Layer.succeedContext(verifier)))
+    }).pipe(Effect.provide(registrar), Effect.provide(verifier))
 
     const lines = [...log.lines]
     return {
