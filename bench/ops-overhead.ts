@@ -26,7 +26,7 @@ import { earVerdictOfFacts, readVerdictFacts, verdictFactsJson } from "../src/ea
 import { unsafeObserveFreshness, unsafeRecordAttestation, unsafeSetAgentState } from "../src/ops/metrics.js"
 import { evaluateTimed, stageClock, stagesOf } from "../src/ops/stages.js"
 import { encodeEvaluationState, evaluateEvidence, type Evaluation, type TpmEvidence } from "../src/verifier/index.js"
-import { OperationalState } from "../src/verifier/states.js"
+import { OperationalState } from "../src/attestation/states.js"
 import { cpuMs, makeRound, NEW, POLICY, runFor, STATE } from "./_evaluateRound.js"
 
 // short interleaved rounds: the machine is shared and its load drifts; each ratio is the median

@@ -29,10 +29,10 @@ import { marshalPcrBlob } from "../src/tpm/pcrBlob.js"
 import { marshalTpm2bPublic, nameOf } from "../src/tpm/public.js"
 import { encodeQuoteString } from "../src/tpm/quoteString.js"
 import { marshalSignature } from "../src/tpm/signature.js"
-import { Agents } from "../src/verifier/Agents.js"
-import { AgentRepo } from "../src/verifier/repo/AgentRepo.js"
-import { makeAgentClient } from "../src/verifier/AgentClient.js"
-import { VerifierClientTls } from "../src/verifier/ClientTls.js"
+import { Agents } from "../src/verifier/domain/Agents.js"
+import { AgentRepo } from "../src/verifier/domain/repo/AgentRepo.js"
+import { makeAgentClient } from "../src/verifier/pull/AgentClient.js"
+import { VerifierClientTls } from "../src/verifier/pull/ClientTls.js"
 import {
   defaultSeverityPolicy,
   evaluateEvidence,
@@ -41,8 +41,8 @@ import {
   nkPcrValue,
   parseTpmPolicy
 } from "../src/verifier/index.js"
-import { PollerLive } from "../src/verifier/Poller.js"
-import { Policies } from "../src/verifier/policy/Policies.js"
+import { PollerLive } from "../src/verifier/pull/Poller.js"
+import { Policies } from "../src/verifier/domain/policy/Policies.js"
 import { makeAk, signAttest } from "../test/tpm/quoteFixture.js"
 import { fleetAgentBody, fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
 import { cpuMs as cpuMsOf } from "./_procCpu.js"

@@ -130,7 +130,7 @@ export type DirectHandler = (request: http.IncomingMessage, response: http.Serve
 /**
  * Routes answered without the router, per listener (optional in context): a server whose few hot
  * routes cost more in the HttpApi pipeline than in their own work answers them from node's
- * request (the verifier's push attestations: src/verifier/push/directRoutes.ts). Every other
+ * request (the verifier's push attestations: src/verifier/http/v3/directRoutes.ts). Every other
  * request, and any the handler declines, goes through the platform and the router as before.
  */
 export class DirectRoutes extends Context.Tag("attest/http/DirectRoutes")<

@@ -22,7 +22,7 @@ export type Failure = typeof Failure.Type
 
 // --- verify/evidence and verify/identity (spec §2.5, §4.1; keylime-wire.md §1.4) -----------------
 
-/** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/evidenceRequest.ts). */
+/** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/stateless/evidenceRequest.ts). */
 export const VerifyEvidenceRequest = Schema.Struct({
   type: Schema.String,
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown })

@@ -6,7 +6,7 @@
 import { AgentApi, AgentVersionApi } from "../agent/Api.js"
 import { V2_VERSIONS } from "../http/versions.js"
 import { RegistrarApi } from "../registrar/Api.js"
-import { VERIFIER_UNVERSIONED, VerifierApi } from "../verifier/Api.js"
+import { VERIFIER_UNVERSIONED, VerifierApi } from "../verifier/http/Api.js"
 import { type JsonObject, openApiDocument } from "./openapi.js"
 
 /** Paths the registrar serves without a version prefix. */

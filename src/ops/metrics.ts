@@ -10,8 +10,8 @@
  * src/registrar/Registrar.ts; HTTP requests by listener, method, route and status through the
  * platform (src/http/requestMetrics.ts).
  *
- * Verifier: the pull loop (src/verifier/loop/agentLoop.ts), AgentClient, Agents (stop, delete),
- * the notifiers (src/verifier/notify/NotifiersLive.ts) and verify/evidence (src/verifier/Stateless.ts,
+ * Verifier: the pull loop (src/verifier/pull/agentLoop.ts), AgentClient, Agents (stop, delete),
+ * the notifiers (src/verifier/domain/notify/NotifiersLive.ts) and verify/evidence (src/verifier/stateless/Stateless.ts,
  * `recordAttestation("evidence", …)`) make these calls; push still to wire (each line is the whole
  * change at its place):
  *
@@ -39,7 +39,7 @@
  * scrape reads total, idle and waiting (SQLite: its one connection).
  */
 import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
-import { type OperationalState, stateName } from "../verifier/states.js"
+import { type OperationalState, stateName } from "../attestation/states.js"
 import { onScrape } from "./prometheus.js"
 
 export type MetricType = "counter" | "gauge" | "histogram"

@@ -8,7 +8,7 @@
  * loop, push attestations and verify/evidence all go through `evaluateTimed`.
  */
 import { Clock, Context, Effect, Exit, Option, Tracer } from "effect"
-import type { StageClock, StageTiming } from "../verifier/evaluate/types.js"
+import type { StageClock, StageTiming } from "../attestation/evaluate/types.js"
 import { Metrics } from "./metrics.js"
 
 /** The evaluator's clock: milliseconds, monotonic, fractional. */

@@ -15,28 +15,28 @@ import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
 import { verifierDocument } from "../ops/apiDocuments.js"
 import { serveOpenApi } from "../ops/openapi.js"
-import { AgentAdmin } from "./AgentAdmin.js"
-import { Agents } from "./Agents.js"
-import { VERIFIER_UNVERSIONED, VerifierApi } from "./Api.js"
+import { AgentAdmin } from "./domain/AgentAdmin.js"
+import { Agents } from "./domain/Agents.js"
+import { VERIFIER_UNVERSIONED, VerifierApi } from "./http/Api.js"
 import {
   VerifierAgentsHttpLive,
   VerifierAllowlistsHttpLive,
   VerifierMbPoliciesHttpLive,
   VerifierVerifyHttpLive,
   VerifierVersionHttpLive
-} from "./Http.js"
-import { Policies } from "./policy/Policies.js"
-import { PolicyCache } from "./policy/PolicyCache.js"
-import { PushClientIdentity } from "./push/auth.js"
-import { ServerRootHttpLive, V3AdminHttpLive } from "./push/AdminHttp.js"
-import { PushDirectRoutes } from "./push/directRoutes.js"
+} from "./http/v2/Http.js"
+import { Policies } from "./domain/policy/Policies.js"
+import { PolicyCache } from "./domain/policy/PolicyCache.js"
+import { PushClientIdentity } from "./http/v3/auth.js"
+import { ServerRootHttpLive, V3AdminHttpLive } from "./http/v3/AdminHttp.js"
+import { PushDirectRoutes } from "./http/v3/directRoutes.js"
 import { Liveness } from "./push/Liveness.js"
-import { PushHttpLive } from "./push/Http.js"
-import { PushDomainLive } from "./push/Server.js"
-import { AgentRepo } from "./repo/AgentRepo.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
-import { serveEarJwks } from "./earIssuer.js"
-import { StatelessChecks } from "./Stateless.js"
+import { PushHttpLive } from "./http/v3/PushHttp.js"
+import { PushDomainLive } from "./push/PushDomain.js"
+import { AgentRepo } from "./domain/repo/AgentRepo.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./domain/repo/PolicyRepo.js"
+import { serveEarJwks } from "./domain/earIssuer.js"
+import { StatelessChecks } from "./stateless/Stateless.js"
 
 export interface VerifierServerOptions {
   readonly host: string

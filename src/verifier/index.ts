@@ -8,14 +8,14 @@
  *
  *   Layer.launch(Verifier(verifierOptions({ port: 8881, tls_dir: "generate", ca_dir: "/var/lib/attest/cv_ca" })))
  */
-export * from "./evaluate/index.js"
-export * from "./evidenceRequest.js"
-export * from "./pythonJson.js"
-export * from "./verifyEvidence.js"
-export * from "./verifyIdentity.js"
+export * from "../attestation/evaluate/index.js"
+export * from "./stateless/evidenceRequest.js"
+export * from "../attestation/pythonJson.js"
+export * from "./stateless/verifyEvidence.js"
+export * from "./stateless/verifyIdentity.js"
 
 // --- the verifier as a service another Effect app can embed -----------------------------------
-export { VerifierApi, VERIFIER_UNVERSIONED } from "./Api.js"
+export { VerifierApi, VERIFIER_UNVERSIONED } from "./http/Api.js"
 export { VerifierDomainLive, VerifierServerLive, type VerifierServerOptions } from "./Server.js"
 export { VerifierFromConfig as Verifier, verifierOptions, verifierServerOptions } from "./fromConfig.js"
-export { PollerControl, type PollerControlShape } from "./PollerControl.js"
+export { PollerControl, type PollerControlShape } from "./domain/PollerControl.js"

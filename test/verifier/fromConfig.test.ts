@@ -13,8 +13,8 @@ import { BoundListeners } from "../../layers/HttpServers.js"
 import { rawRequest } from "../../src/http/client.js"
 import { CA_FILES } from "../../src/pki/layout.js"
 import { Verifier, verifierOptions } from "../../src/verifier/index.js"
-import { PollerControl } from "../../src/verifier/PollerControl.js"
-import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
+import { PollerControl } from "../../src/verifier/domain/PollerControl.js"
+import { AgentRepo } from "../../src/verifier/domain/repo/AgentRepo.js"
 import { validBody } from "./support.js"
 
 describe("Verifier (VerifierFromConfig), as attest/verifier exports it", () => {

@@ -35,8 +35,8 @@ import { SNP_REPORT_SIZE } from "../../tee/snp/report.js"
 import { verifySnpEvidence } from "../../tee/snp/verify.js"
 import { verifyTeeEvidence } from "../../tee/verify.js"
 import type { HashAlg } from "../../tpm/hashAlg.js"
-import { defaultSeverityPolicy } from "../../verifier/evaluate/severity.js"
-import { verifyEvidenceRequest } from "../../verifier/verifyEvidence.js"
+import { defaultSeverityPolicy } from "../../attestation/evaluate/severity.js"
+import { verifyEvidenceRequest } from "../../verifier/stateless/verifyEvidence.js"
 
 export type CheckKind = "quote" | "ima" | "boot" | "snp" | "ear"
 

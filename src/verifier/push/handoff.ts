@@ -5,7 +5,7 @@
  * agent, taken by phase 2 or replaced by the next phase 1; an agent whose phase 2 reaches another
  * process, or comes after the challenge expired, goes the reading way.
  */
-import type { EvaluationState } from "../evaluate/state.js"
+import type { EvaluationState } from "../../attestation/evaluate/state.js"
 import type { LatestAttestation, PushAgentFacts } from "./rows.js"
 
 export interface Handoff {

@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, Schema } from "effect"
-import { storeError } from "../errors.js"
+import { storeError } from "../domain/errors.js"
 import { attestationStatements } from "./attestationStatements.js"
 import type { SessionEndReason } from "./errors.js"
 import { AttestationRow, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"

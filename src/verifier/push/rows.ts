@@ -5,7 +5,7 @@
  */
 import { type Option, Schema, Struct } from "effect"
 import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { AgentView } from "../repo/rows.js"
+import { AgentView } from "../domain/repo/rows.js"
 import { SessionEndReason } from "./errors.js"
 
 export const SessionRow = Schema.Struct({
