@@ -64,6 +64,9 @@ export const VerifyEvidenceResultV24 = Schema.Struct({
 }).annotations({ identifier: "VerifyEvidenceResultV24" })
 export type VerifyEvidenceResultV24 = typeof VerifyEvidenceResultV24.Type
 
+/** The verify/evidence result of either version (the 200 body's `results`). */
+export const EvidenceResults = Schema.Union(VerifyEvidenceResult, VerifyEvidenceResultV24).annotations({ identifier: "EvidenceResults" })
+
 /** GET verify/identity query; every parameter is required (checked in this order, with Keylime's texts). */
 export const VerifyIdentityQuery = Schema.Struct({
   agent_uuid: Schema.optional(Schema.String),

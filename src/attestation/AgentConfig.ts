@@ -6,7 +6,7 @@
  * order the verifier judges them; each carries its check, whose failure message is the reason
  * (attest's `<field> <reason>` texts), and `wrongType` says the reason when the value is not even
  * of the field's type. What Keylime's texts fix (the first missing key in its handler's order, the
- * mTLS rule, a null runtime policy) is checked before the decode by src/verifier/http/v2/agentBody.ts.
+ * mTLS rule, a null runtime policy) is checked before the decode by src/verifier/domain/agentBody.ts.
  */
 import * as crypto from "node:crypto"
 import { Either, Schema, SchemaAST as AST, Struct } from "effect"

@@ -11,7 +11,7 @@
  * platform (src/http/requestMetrics.ts).
  *
  * Verifier: the pull loop (src/verifier/pull/agentLoop.ts), AgentClient, Agents (stop, delete),
- * the notifiers (src/verifier/domain/notify/NotifiersLive.ts) and verify/evidence (src/verifier/stateless/Stateless.ts,
+ * the notifiers (src/verifier/pull/NotifiersLive.ts) and verify/evidence (src/verifier/stateless/Stateless.ts,
  * `recordAttestation("evidence", …)`) make these calls; push still to wire (each line is the whole
  * change at its place):
  *

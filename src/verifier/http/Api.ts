@@ -14,7 +14,8 @@ import { PushGroup } from "./v3/PushApi.js"
 
 export { AgentPath, VerifierAgentsGroup, VerifierVersionGroup } from "./v2/api/agents.js"
 export { PolicyPath, VerifierAllowlistsGroup, VerifierMbPoliciesGroup } from "./v2/api/policies.js"
-export { EvidenceResults, VerifierVerifyGroup } from "./v2/api/verify.js"
+export { VerifierVerifyGroup } from "./v2/api/verify.js"
+export { EvidenceResults } from "../../../schemas/Evidence.js"
 
 export class VerifierApi extends HttpApi.make("verifier")
   .add(VerifierVersionGroup)

@@ -13,6 +13,7 @@
  *   (Keylime: only when the severity rises, so a recovered agent that fails again is not notified).
  */
 import { OperationalState } from "../../attestation/states.js"
+import type { EventRecord } from "../domain/notify/Notifications.js"
 
 export interface MachineConfig {
   /** Seconds between quotes of one agent (`quote_interval`). */
@@ -73,11 +74,6 @@ export type LoopEvent =
   | { readonly _tag: "Delete" }
   /** A persist lost to an admin change; `storedState` is what the row says now. */
   | { readonly _tag: "Superseded"; readonly storedState: number }
-
-export interface EventRecord {
-  readonly eventId: string
-  readonly severityLevel: number
-}
 
 export type FinishReason = "stopped" | "failed" | "invalid" | "deleted" | "superseded"
 

@@ -41,9 +41,9 @@ import { evidenceOf, failureReasonOf } from "./evidence.js"
 import { type Handoff, makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
 import { negotiate } from "./negotiate.js"
-import type { AttestationStatements } from "./attestationStatements.js"
-import { PushRepo } from "./repo.js"
-import type { AttestationContext, AttestationRow, LatestAttestation, PushAgentFacts } from "./rows.js"
+import type { AttestationStatements } from "../domain/pushStore/attestationStatements.js"
+import { PushRepo } from "../domain/pushStore/repo.js"
+import type { AttestationContext, AttestationRow, LatestAttestation, PushAgentFacts } from "../domain/pushStore/rows.js"
 import { sessionRefusal, Sessions } from "./Sessions.js"
 
 /** `system_info.boot_time` as epoch seconds (the evaluator's boottime), when it parses. */

@@ -9,7 +9,7 @@
 import { Layer } from "effect"
 import { Attestations } from "./Attestations.js"
 import { Liveness } from "./Liveness.js"
-import { PushRepo } from "./repo.js"
+import { PushRepo } from "../domain/pushStore/repo.js"
 import { Sessions } from "./Sessions.js"
 import { SessionSweep } from "./SessionSweep.js"
 

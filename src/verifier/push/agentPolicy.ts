@@ -13,7 +13,7 @@ import { PolicyCache } from "../domain/policy/PolicyCache.js"
 import { compileSettingsOf, compileStoredAgent, policyKey, type StoredPolicySources } from "../domain/policy/storedPolicies.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../domain/repo/PolicyRepo.js"
 import type { NegotiationPolicy } from "./negotiate.js"
-import type { PushAgentFacts } from "./rows.js"
+import type { PushAgentFacts } from "../domain/pushStore/rows.js"
 
 /** A `[verifier]` option the push verification cannot use: stops start-up, the message names it. */
 export class PushConfigError extends Data.TaggedError("PushConfigError")<{ readonly message: string }> {}

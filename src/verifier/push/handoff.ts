@@ -6,7 +6,7 @@
  * process, or comes after the challenge expired, goes the reading way.
  */
 import type { EvaluationState } from "../../attestation/evaluate/state.js"
-import type { LatestAttestation, PushAgentFacts } from "./rows.js"
+import type { LatestAttestation, PushAgentFacts } from "../domain/pushStore/rows.js"
 
 export interface Handoff {
   readonly latest: LatestAttestation

@@ -9,13 +9,13 @@
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { BadRequest, BadRequestE, BadRequestWithResults, BadRequestWithResultsE, Envelope, StatusText } from "../../../schemas/Envelope.js"
+import { EvidenceResults } from "../../../schemas/Evidence.js"
 import { type EarVerdict, fromEvaluation } from "../../ear/appraisal.js"
 import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "../../http/body.js"
 import type { ApiVersion } from "../../http/versions.js"
-import { EvidenceResults } from "../http/v2/api/verify.js"
 import type { StageTiming } from "../../attestation/evaluate/types.js"
 import type { EvidenceRequestError } from "./evidenceRequest.js"
-import { VerifierText } from "../http/v2/texts.js"
+import { VerifierText } from "../domain/texts.js"
 import { inputErrorResults, type VerifyEvidenceContext, verifyEvidenceRequest } from "./verifyEvidence.js"
 
 /** What one request came to. */

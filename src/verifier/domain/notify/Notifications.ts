@@ -7,8 +7,13 @@
  */
 import { Context, Effect } from "effect"
 import type { VerifierStoreError } from "../errors.js"
-import type { EventRecord } from "../../pull/machine.js"
 import type { AgentView } from "../repo/rows.js"
+
+/** The failure event a verdict recorded (the pull loop's machine carries it to `Notify`). */
+export interface EventRecord {
+  readonly eventId: string
+  readonly severityLevel: number
+}
 
 export interface RevocationRequest {
   readonly agent: AgentView

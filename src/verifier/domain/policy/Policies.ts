@@ -7,7 +7,7 @@
 import { Effect, Either, Option } from "effect"
 import type { MbPolicyNames, MbPolicyResponse, RuntimePolicyNames, RuntimePolicyResponse } from "../../../../schemas/Verifier.js"
 import { VerifierConfig } from "../../../config/services.js"
-import { isPolicyName, POLICY_NAME_RULE } from "../../http/v2/agentBody.js"
+import { isPolicyName, POLICY_NAME_RULE } from "../agentBody.js"
 import {
   InvalidMbPolicy,
   InvalidPolicyName,

@@ -25,7 +25,7 @@ import { VerifierApi } from "../Api.js"
 import { forbiddenText, httpErrorOf, type Operation, type VerifierDomainError } from "./httpErrors.js"
 import { Policies } from "../../domain/policy/Policies.js"
 import { type StatelessBusy, StatelessChecks, type StatelessWorkerFailed } from "../../stateless/Stateless.js"
-import { VerifierAction, VerifierText } from "./texts.js"
+import { VerifierAction, VerifierText } from "../../domain/texts.js"
 
 /** authorize(), with the verifier's 403 text naming the action as Keylime's does. */
 const allow = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>

@@ -33,7 +33,7 @@ import type {
   RuntimePolicyNotFound,
   VerifierStoreError
 } from "../../domain/errors.js"
-import { invalidAgentBodyText, invalidMbPolicyText, invalidRuntimePolicyStatus, invalidRuntimePolicyText, VerifierText } from "./texts.js"
+import { invalidAgentBodyText, invalidMbPolicyText, invalidRuntimePolicyStatus, invalidRuntimePolicyText, VerifierText } from "../../domain/texts.js"
 
 export type VerifierDomainError =
   | InvalidAgentId

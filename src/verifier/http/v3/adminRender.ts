@@ -8,8 +8,8 @@ import type { MbPolicyResponse, RuntimePolicyResponse } from "../../../../schema
 import { V3Type } from "../../../../schemas/V3Admin.js"
 import { JSON_API_VERSION } from "../../../http/jsonapi.js"
 import type { AgentRecord } from "../../domain/AgentAdmin.js"
-import { renderAgentStatus, type RenderSettings } from "../v2/render.js"
-import { withPushStatus } from "./pushRender.js"
+import { renderAgentStatus, type RenderSettings } from "../../domain/agentStatus.js"
+import { withPushStatus } from "../../domain/pushStore/pushStatus.js"
 import { isoMicros } from "../../push/time.js"
 
 const STATUS_VERSION = { major: 2, minor: 6 } as const

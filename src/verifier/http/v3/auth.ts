@@ -15,7 +15,8 @@ import { Effect, Either, Layer, Option } from "effect"
 import { adminCheck, ServerTls } from "../../../../layers/Tls.js"
 import { AuthorizationProvider, type OperationClass } from "../../../http/authorization.js"
 import { bearerToken, ClientIdentity, type Identity, parseBearer } from "../../../http/identity.js"
-import type { SessionEndReason, TokenRefused } from "../../push/errors.js"
+import type { SessionEndReason } from "../../domain/pushStore/rows.js"
+import type { TokenRefused } from "../../push/errors.js"
 import { Sessions } from "../../push/Sessions.js"
 
 /** Keylime's texts of a refused token. */

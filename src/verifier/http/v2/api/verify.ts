@@ -4,11 +4,9 @@
  * integer `valid`, 2.5+ boolean with `claims`). Both are public (spec §5.2).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
 import {
+  EvidenceResults,
   VerifyEvidenceRequest,
-  VerifyEvidenceResult,
-  VerifyEvidenceResultV24,
   VerifyIdentityQuery,
   VerifyIdentityResult
 } from "../../../../../schemas/Evidence.js"
@@ -23,8 +21,6 @@ import {
   ServiceUnavailableE,
   UnauthorizedE
 } from "../../../../../schemas/Envelope.js"
-
-export const EvidenceResults = Schema.Union(VerifyEvidenceResult, VerifyEvidenceResultV24).annotations({ identifier: "EvidenceResults" })
 
 export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
   .add(

@@ -7,11 +7,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, Schema } from "effect"
-import { storeError } from "../domain/errors.js"
+import { storeError } from "../errors.js"
 import { attestationStatements } from "./attestationStatements.js"
-import type { SessionEndReason } from "./errors.js"
-import { AttestationRow, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
-import { inTransaction } from "../../db/transaction.js"
+import { AttestationRow, type SessionEndReason, type NewAttestation, type OutcomeWrite, PushAgentRow, SessionRow, type VerdictWrite, type VerdictWrites } from "./rows.js"
+import { inTransaction } from "../../../db/transaction.js"
 
 // synchronous decoders: a row read on every request need not pay for an effect per row
 const decodeSession = Schema.decodeUnknownEither(SessionRow)

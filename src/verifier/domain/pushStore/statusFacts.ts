@@ -8,9 +8,9 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Schema } from "effect"
-import { Failure } from "../../../schemas/Evidence.js"
-import { DbInteger } from "../../db/dialect.js"
-import { storeError } from "../domain/errors.js"
+import { Failure } from "../../../../schemas/Evidence.js"
+import { DbInteger } from "../../../db/dialect.js"
+import { storeError } from "../errors.js"
 
 export interface PushStatusFacts {
   /** The verdict of the latest completed attestation; null before the first. */

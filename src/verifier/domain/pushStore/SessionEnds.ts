@@ -7,7 +7,7 @@
  * read and its accept check the session row). The v2 domain (Agents.ts, AgentAdmin.ts) calls it.
  */
 import { Effect } from "effect"
-import type { SessionEndReason } from "./errors.js"
+import type { SessionEndReason } from "./rows.js"
 import { PushRepo } from "./repo.js"
 import { TokenCache } from "./tokenCache.js"
 

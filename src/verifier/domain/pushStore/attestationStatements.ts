@@ -7,9 +7,9 @@
  */
 import { type SqlClient, SqlError } from "@effect/sql"
 import { Effect, Either, Option, Schema, Struct } from "effect"
-import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../db/reserved.js"
-import { storeError, type VerifierStoreError } from "../domain/errors.js"
-import { agentsWithPolicyFacts } from "../domain/repo/policyFacts.js"
+import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../../db/reserved.js"
+import { storeError, type VerifierStoreError } from "../errors.js"
+import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
 import {
   type AttestationContext,
   LatestAttestation,

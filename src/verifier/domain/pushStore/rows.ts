@@ -4,9 +4,12 @@
  * the rendering and the domain. Times are epoch ms.
  */
 import { type Option, Schema, Struct } from "effect"
-import { DbBoolean, DbInteger } from "../../db/dialect.js"
-import { AgentView } from "../domain/repo/rows.js"
-import { SessionEndReason } from "./errors.js"
+import { DbBoolean, DbInteger } from "../../../db/dialect.js"
+import { AgentView } from "../repo/rows.js"
+
+/** Why a token ended before its expiry: an administrator's change of its agent, or a newer session of the agent. */
+export const SessionEndReason = Schema.Literal("deleted", "stopped", "reactivated", "enrolled", "reconfigured", "replaced")
+export type SessionEndReason = typeof SessionEndReason.Type
 
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,

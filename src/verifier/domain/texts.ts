@@ -4,8 +4,8 @@
  * own field-naming words where Keylime has none or only a Python exception dump that helps nobody.
  * This is the one table; each Http.ts picks the status code and the text for a domain error here.
  */
-import { AGENT_ID_RULE } from "../../../../schemas/Common.js"
-import type { InvalidAgentBody, InvalidMbPolicy, InvalidRuntimePolicy } from "../../domain/errors.js"
+import { AGENT_ID_RULE } from "../../../schemas/Common.js"
+import type { InvalidAgentBody, InvalidMbPolicy, InvalidRuntimePolicy } from "./errors.js"
 
 /** Python's repr() of a str, for the few texts that quote a value the way Keylime's exceptions do. */
 export const pythonRepr = (s: string): string => {

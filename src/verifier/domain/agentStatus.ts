@@ -4,10 +4,10 @@
  * length), 2.0–2.4 as the earlier documented variant (`allowlist_len`, `mb_refstate_len`,
  * `vtpm_policy`, `enc_alg` without bit length). Pure.
  */
-import type { AgentStatus, AnyAgentStatus, LegacyAgentStatus } from "../../../../schemas/Verifier.js"
-import { type ApiVersion, atLeast } from "../../../http/versions.js"
-import type { AgentView } from "../../domain/repo/rows.js"
-import { attestationStatus } from "../../../attestation/states.js"
+import type { AgentStatus, AnyAgentStatus, LegacyAgentStatus } from "../../../schemas/Verifier.js"
+import { type ApiVersion, atLeast } from "../../http/versions.js"
+import type { AgentView } from "./repo/rows.js"
+import { attestationStatus } from "../../attestation/states.js"
 
 export interface RenderSettings {
   readonly verifierIp: string

@@ -7,11 +7,11 @@
  * refused at creation, not at the first quote. Pure: no I/O, no clock.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { AgentId, PortNumber } from "../../../../schemas/Common.js"
-import { AgentConfig, decodeBase64, NOT_JSON, REQUIRED_KEYS, wrongTypeReason } from "../../../attestation/AgentConfig.js"
-import { InvalidAgentBody } from "../../domain/errors.js"
+import { AgentId, PortNumber } from "../../../schemas/Common.js"
+import { AgentConfig, decodeBase64, NOT_JSON, REQUIRED_KEYS, wrongTypeReason } from "../../attestation/AgentConfig.js"
+import { InvalidAgentBody } from "./errors.js"
 
-export { ENCRYPTION_ALGS, HASH_ALGS, isPolicyName, POLICY_NAME_RULE, REQUIRED_KEYS, SIGNING_ALGS } from "../../../attestation/AgentConfig.js"
+export { ENCRYPTION_ALGS, HASH_ALGS, isPolicyName, POLICY_NAME_RULE, REQUIRED_KEYS, SIGNING_ALGS } from "../../attestation/AgentConfig.js"
 
 /** The runtime policy a creation body carries: none, or a document to store under a name. */
 export type InlineRuntimePolicy =
