@@ -13,7 +13,7 @@ import { Tpm2Tools } from "../tpm/tpm2tools/Tpm2Tools.js"
 import { TpmSimulator } from "../tpm/simulator/TpmSimulator.js"
 import { Logging } from "../../layers/Logging.js"
 import { Tracing } from "../../layers/Tracing.js"
-import { version } from "./version.js"
+import { version } from "../ops/version.js"
 
 const readPem = (file: string) =>
   Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => new Error(`cannot read ${file}: ${(e as Error).message}`) })

@@ -37,8 +37,8 @@ import { startPushAgents } from "./up/pushAgents.js"
 import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
 import { type LiveRegion, makeLiveRegion, regionConsole } from "./up/liveRegion.js"
 import { watchStatus } from "./up/status.js"
-import { UsageError } from "./exitCode.js"
-import { version } from "./version.js"
+import { UsageError } from "../config/usageError.js"
+import { version } from "../ops/version.js"
 
 export { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection } from "./up/sections.js"
 

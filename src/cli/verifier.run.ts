@@ -6,7 +6,7 @@ import { MetricsEndpoint } from "../../layers/Metrics.js"
 import { Tracing } from "../../layers/Tracing.js"
 import { ConfigSources, VerifierConfig } from "../config/services.js"
 import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
-import { version } from "./version.js"
+import { version } from "../ops/version.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>
   Effect.gen(function*() {

@@ -13,7 +13,7 @@
  */
 import * as fs from "node:fs"
 import { Data, Duration, Effect, Either, Option, Ref, Schedule } from "effect"
-import { UsageError } from "../cli/exitCode.js"
+import { UsageError } from "../config/usageError.js"
 import { emptyTrustStore } from "../pki/chain.js"
 import { formatMask, quoteMask, tpmPolicyFromJson } from "../attestation/evaluate/tpmPolicy.js"
 import { pythonJsonDumps } from "../attestation/pythonJson.js"

@@ -15,7 +15,7 @@ import type { AnyAgentStatus } from "../../../schemas/Verifier.js"
 import { isOperationalState, stateName } from "../../attestation/states.js"
 import type { UpAgent } from "./enrol.js"
 import type { UpPushAgent } from "./pushAgents.js"
-import { UsageError } from "../exitCode.js"
+import { UsageError } from "../../config/usageError.js"
 import type { LiveRegion } from "./liveRegion.js"
 import { changeLine, renderTable, type StatusRow } from "./statusTable.js"
 

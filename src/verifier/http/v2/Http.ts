@@ -12,7 +12,7 @@ import { BadRequest, Forbidden, StatusText } from "../../../../schemas/Envelope.
 import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../../../db/transient.js"
 import { authorize, AuthorizationProvider, type OperationClass } from "../../../http/authorization.js"
 import { currentApiVersion, type VersionSet } from "../../../http/versions.js"
-import { version as attestVersion } from "../../../cli/version.js"
+import { version as attestVersion } from "../../../ops/version.js"
 import { VerifierConfig } from "../../../config/services.js"
 import type { EarVerdict } from "../../../ear/appraisal.js"
 import { bodyRefusedResponse, readBodyBytes } from "../../../http/body.js"

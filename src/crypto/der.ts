@@ -4,7 +4,7 @@
  * these walks take microseconds. Every read fails with a typed error, never a RangeError.
  */
 import { Either } from "effect"
-import { PkiError } from "./errors.js"
+import { PkiError } from "./pkiError.js"
 
 export interface Tlv {
   readonly tag: number

@@ -1,5 +1,5 @@
 /** PEM armour: DER ⇄ base64 text blocks (RFC 7468). Portable: the engines read PEM keys and certificates with it. */
-import { base64Bytes, latin1, toBase64 } from "../crypto/encoding.js"
+import { base64Bytes, latin1, toBase64 } from "./encoding.js"
 
 export interface PemBlock {
   readonly label: string

@@ -12,13 +12,13 @@
  *
  *   openApiDocument(RegistrarApi, { title, description, versions: V2_VERSIONS, unversioned: ["/version"] })
  *
- * src/ops/apiDocuments.ts lists each server's document (scripts/openapi.ts writes them to
+ * src/cli/apiDocuments.ts lists each server's document (scripts/openapi.ts writes them to
  * docs/openapi/<name>.json and checks them in CI); `serveOpenApi(document)` adds `GET /openapi.json`
  * to a server's router.
  */
 import { type HttpApi, HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
-import { V3_ROUTE_PREFIX, type VersionSet } from "../http/versions.js"
+import { V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
 export interface ApiDocumentOptions {
   readonly title: string
