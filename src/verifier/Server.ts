@@ -93,7 +93,7 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     Layer.provide(serveEarJwks),
     // v2 routes only: the push model's /v3 routes answer in JSON:API
     Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3")))),
-    // a push attestation's two requests, answered without the router (push/directRoutes.ts)
+    // a push attestation's two requests, answered without the router (http/v3/directRoutes.ts)
     Layer.provide(
       PushDirectRoutes({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }).pipe(Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple")))
     ),

@@ -5,7 +5,7 @@
  * given attributes over the stored configuration and runs the creation check
  * (`decodeAgentCreation`) on the result, so a changed field is judged exactly as at enrolment; a
  * refused change stores nothing. A pull loop is restarted on the new row. A change of a push
- * agent's `accept_attestations` ends its PoP sessions (push/SessionEnds.ts), as reactivation does.
+ * agent's `accept_attestations` ends its PoP sessions (domain/pushStore/SessionEnds.ts), as reactivation does.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Redacted } from "effect"

@@ -4,7 +4,7 @@
  * transaction that stores the agent and its policies; a refused request stores nothing. The pull
  * loop is told through `PollerControl` after the database has the change. A push agent's PoP
  * tokens are bound to its enrolment: enrolment, delete, stop and reactivate end its sessions
- * (push/SessionEnds.ts).
+ * (domain/pushStore/SessionEnds.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Option } from "effect"

@@ -3,7 +3,7 @@
  * (with their background verifications), liveness deadlines and the store. Needs what the verifier's own services stand
  * on: SqlClient (migrations applied), VerifierConfig, AgentRepo, the policy repositories and a
  * PolicyCache. src/verifier/Server.ts provides it beside the v2 domain and serves PushGroup
- * (push/Api.ts, part of VerifierApi) with PushHttpLive; PushClientIdentity (push/auth.ts) is the
+ * (http/v3/PushApi.ts, part of VerifierApi) with PushHttpLive; PushClientIdentity (http/v3/auth.ts) is the
  * verifier's ClientIdentity, so agents read their v2 status with their token too.
  */
 import { Layer } from "effect"

@@ -1,6 +1,6 @@
 /**
  * The push model's domain errors, with the facts (agent id, index, field, seconds to wait).
- * push/Http.ts maps each to its status, JSON:API code and Keylime's detail text (push-model.md
+ * http/v3/PushHttp.ts maps each to its status, JSON:API code and Keylime's detail text (push-model.md
  * §1.3-1.6, §5).
  */
 import { Schema } from "effect"

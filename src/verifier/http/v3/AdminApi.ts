@@ -3,7 +3,7 @@
  * (`/policies/ima`) and UEFI reference states (`/refstates/uefi`). Keylime answers 404 for these
  * (push-model.md §0.5, §1.2); attest serves them over the v2 domain. Everything is admin (mTLS)
  * but GET /agents/:id, which the agent itself may read with its token. Bodies are read by the
- * handlers (push/documents.ts: 415, 400, 422 with pointers): the payload schemas document the wire.
+ * handlers (http/v3/documents.ts: 415, 400, 422 with pointers): the payload schemas document the wire.
  * Also `GET /`, unversioned: the redirect to `/v3.0/` Keylime answers.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"

@@ -1,7 +1,7 @@
 /**
  * The verifier's API 3.0 (push model) routes, served under `/v3` (the platform maps `/v3[.m]/…`
  * there and answers them in JSON:API); the agent administration routes (GET, PATCH, DELETE
- * /agents/:id, stop, reactivate, policies) are push/AdminApi.ts. Bodies are read by the handlers (push/documents.ts: 415,
+ * /agents/:id, stop, reactivate, policies) are http/v3/AdminApi.ts. Bodies are read by the handlers (http/v3/documents.ts: 415,
  * 400 and 422 with pointers), so the payload schemas here document the wire only.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
