@@ -8,7 +8,7 @@
  *
  *   off        : that work alone
  *   ops on     : + the stage clock and the stage histograms (src/ops/stages.ts; its child spans are
- *                made only for an exporting tracer, as layers/Tracing.ts installs with `otlp_endpoint`),
+ *                made only for an exporting tracer, as src/ops/Tracing.ts installs with `otlp_endpoint`),
  *                attestations by result, the agent's state gauge, its freshness, and the verdict's
  *                EAR facts (src/ear/verdictFacts.ts, what a relying party's EAR is signed from)
  *   EAR/verdict: ops on + an ES256 EAR signed for every verdict (not what attest does: it signs on

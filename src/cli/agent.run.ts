@@ -11,8 +11,8 @@ import type { AgentOptions as AgentSection } from "../config/sections.js"
 import type { HashAlg, KeyAlg, SignScheme } from "../tpm/Tpm.js"
 import { Tpm2Tools } from "../tpm/tpm2tools/Tpm2Tools.js"
 import { TpmSimulator } from "../tpm/simulator/TpmSimulator.js"
-import { Logging } from "../../layers/Logging.js"
-import { Tracing } from "../../layers/Tracing.js"
+import { Logging } from "../ops/Logging.js"
+import { Tracing } from "../ops/Tracing.js"
 import { version } from "../ops/version.js"
 
 const readPem = (file: string) =>

@@ -34,8 +34,8 @@
  *   yield* recordPushToken("issued")               // "issued" | "accepted" | "rejected" | "expired"
  *   yield* setActivePushTokens(count)
  *
- * and the server adds `MetricsServer.fromSection(section, "verifier-metrics")` (layers/Metrics.ts).
- * Database pool use: layers/Sql.ts owns each pg.Pool and registers it with `watchDbPool`; the
+ * and the server adds `MetricsServer.fromSection(section, "verifier-metrics")` (src/http/MetricsListener.ts).
+ * Database pool use: src/db/Sql.ts owns each pg.Pool and registers it with `watchDbPool`; the
  * scrape reads total, idle and waiting (SQLite: its one connection).
  */
 import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
@@ -205,7 +205,7 @@ const watchedPools = new Map<number, { readonly database: string; readonly read:
 let nextPoolWatch = 0
 
 /**
- * Reads a pool's use at every scrape (layers/Sql.ts registers each database it opens); the returned
+ * Reads a pool's use at every scrape (src/db/Sql.ts registers each database it opens); the returned
  * function stops it, when the layer closes the pool.
  */
 export const watchDbPool = (database: string, read: () => DbPoolUse): () => void => {

@@ -1,14 +1,14 @@
 /**
  * The running verifier's API: one HTTPS listener (Keylime `port`, 8881; there is no plain-HTTP
  * port), the domain services, the authorization provider, and `GET /openapi.json` (public,
- * unversioned). Needs, from outside: `ServerTls` and `ClientIdentity` (layers/Tls.ts), `SqlClient`
- * with migrations applied (layers/Sql.ts), `VerifierConfig` and the pull loop's `PollerControl`
+ * unversioned). Needs, from outside: `ServerTls` and `ClientIdentity` (src/http/Tls.ts), `SqlClient`
+ * with migrations applied (src/db/Sql.ts), `VerifierConfig` and the pull loop's `PollerControl`
  * (`PollerControl.none` when this process polls nothing); fromConfig.ts composes them from the
  * `[verifier]` section.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { HttpServers } from "../../layers/HttpServers.js"
+import { HttpServers } from "../http/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { routesOf, serveMethodNotAllowed } from "../http/routes.js"

@@ -1,5 +1,5 @@
 /**
- * The `[verifier]` section → a running verifier: TLS and admins from layers/Tls.ts (tls_dir
+ * The `[verifier]` section → a running verifier: TLS and admins from src/http/Tls.ts (tls_dir
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the database (SQLite under data_dir or database_url), the HTTPS listener, the
  * metrics listener (metrics_ip, metrics_port 9881; off at 0), both bounding slow clients
@@ -7,9 +7,9 @@
  * `poller` (PollerControl.none: nothing polled in this process).
  */
 import { Layer } from "effect"
-import { MetricsServer } from "../../layers/Metrics.js"
-import { DbLive } from "../../layers/Sql.js"
-import { ServerTlsWithAdmins } from "../../layers/Tls.js"
+import { MetricsServer } from "../http/MetricsListener.js"
+import { DbLive } from "../db/Sql.js"
+import { ServerTlsWithAdmins } from "../http/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import { sectionDefaults } from "../config/load.js"
 import { type VerifierOptions, verifierSection } from "../config/sections.js"

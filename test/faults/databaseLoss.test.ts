@@ -26,7 +26,7 @@ import { agentBody, newClientLog, verifierWithPoller, waitFor } from "../verifie
 const pgOk = await needsPostgres()
 const PULL = "dbloss00-d2f1-4a97-9ef7-75bd81c0c001"
 const PUSH = "d432fbb3-d2f1-4a97-9ef7-75bd81c0db10"
-/** The pg pool's bound (layers/Sql.ts). */
+/** The pg pool's bound (src/db/Sql.ts). */
 const POOL_MAX = 10
 const OUTAGE_MS = 8_000
 

@@ -1,10 +1,9 @@
 /**
  * The shape of the source tree (issue 23 §2), read from the sources themselves: every relative
  * specifier of `import … from`, `import type … from`, `export … from`, `import "…"` and `import("…")`
- * under src/ and layers/.
- * (a) No import cycle among the top-level folders of src/ (layers/ counted as one more folder): a
- *     cycle ties every folder on it into one component that cannot be understood, tested or
- *     reused alone. A failure lists the arrows of each cycle with the files that make them.
+ * under src/.
+ * (a) No import cycle among the top-level folders of src/: a cycle ties every folder on it into one
+ *     component that cannot be understood, tested or reused alone. A failure lists the arrows of each cycle with the files that make them.
  * (b) Inside src/verifier imports go only downward, http → {pull, push, stateless} → domain, and
  *     src/attestation (the evaluator, configuration and state names) imports only the engines;
  *     the verifier's root holds only its assembly (Server.ts, fromConfig.ts, index.ts).
@@ -33,7 +32,7 @@ interface Arrow {
 
 const posix = (p: string) => p.split(sep).join("/")
 
-const arrows: ReadonlyArray<Arrow> = ["src", "layers"].flatMap(sourcesUnder).flatMap((file) => {
+const arrows: ReadonlyArray<Arrow> = sourcesUnder("src").flatMap((file) => {
   const code = readFileSync(join(root, file), "utf8").replace(COMMENT_LINE, "")
   return [...code.matchAll(SPECIFIER)].map((m) => ({
     from: posix(file),
@@ -41,10 +40,9 @@ const arrows: ReadonlyArray<Arrow> = ["src", "layers"].flatMap(sourcesUnder).fla
   }))
 })
 
-/** The top-level folder of src/ a path is in ("layers" for layers/), or undefined outside both. */
+/** The top-level folder of src/ a path is in, or undefined outside src/. */
 const componentOf = (path: string): string | undefined => {
   const [top, folder, rest] = path.split("/")
-  if (top === "layers") return "layers"
   return top === "src" && rest !== undefined ? folder : undefined
 }
 
@@ -81,7 +79,7 @@ const cycles = (edges: ReadonlyMap<string, ReadonlySet<string>>): Array<Array<st
 const describeArrow = (a: Arrow) => `${a.from} → ${a.to}`
 
 describe("source layering", () => {
-  it("(a) has no import cycle among the top-level folders of src/ (and layers/)", () => {
+  it("(a) has no import cycle among the top-level folders of src/", () => {
     const edges = new Map<string, Set<string>>()
     const byEdge = new Map<string, Array<Arrow>>()
     for (const a of arrows) {

@@ -20,7 +20,7 @@ import { PushRepo } from "../../src/verifier/domain/pushStore/repo.js"
 import { PushDomainLive } from "../../src/verifier/push/PushDomain.js"
 import { Sessions } from "../../src/verifier/push/Sessions.js"
 import { type TestBackend, testDatabase } from "../support/db.js"
-import type { DatabaseOptions } from "../../layers/Sql.js"
+import type { DatabaseOptions } from "../../src/db/Sql.js"
 import { verifierLayer } from "../verifier/support.js"
 import { enrol, proveSession, SimAgent, simulatedAgent } from "./support.js"
 

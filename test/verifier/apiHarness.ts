@@ -5,8 +5,8 @@
  * recording PollerControl; and a raw client that parses the envelope.
  */
 import { Context, Effect, Layer } from "effect"
-import { BoundListeners } from "../../layers/HttpServers.js"
-import { DbLive, type DatabaseOptions } from "../../layers/Sql.js"
+import { BoundListeners } from "../../src/http/HttpServers.js"
+import { DbLive, type DatabaseOptions } from "../../src/db/Sql.js"
 import type { VerifierOptions } from "../../src/config/sections.js"
 import { rawRequest, type RawResponse } from "../../src/http/client.js"
 import { PollerControl } from "../../src/verifier/domain/PollerControl.js"

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
-import { DbLive, type DatabaseOptions } from "../../layers/Sql.js"
+import { DbLive, type DatabaseOptions } from "../../src/db/Sql.js"
 import { VerifierConfig } from "../../src/config/services.js"
 import type { VerifierOptions } from "../../src/config/sections.js"
 import { Agents } from "../../src/verifier/domain/Agents.js"

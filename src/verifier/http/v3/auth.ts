@@ -12,7 +12,7 @@
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Layer, Option } from "effect"
-import { adminCheck, ServerTls } from "../../../../layers/Tls.js"
+import { adminCheck, ServerTls } from "../../../http/Tls.js"
 import { AuthorizationProvider, type OperationClass } from "../../../http/authorization.js"
 import { bearerToken, ClientIdentity, type Identity, parseBearer } from "../../../http/identity.js"
 import type { SessionEndReason } from "../../domain/pushStore/rows.js"

@@ -16,7 +16,7 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Layer, Runtime } from "effect"
 import type * as http from "node:http"
-import { type DirectHandler, DirectRoutes } from "../../../../layers/HttpServers.js"
+import { type DirectHandler, DirectRoutes } from "../../../http/HttpServers.js"
 import { VerifierConfig } from "../../../config/services.js"
 import { bodyRefusal, type BodyRefused, collectBodyText, DEFAULT_MAX_JSON_DEPTH, hasBody, withinDepth } from "../../../http/body.js"
 import { currentMaxBodyBytes, envelopeDefects, originalRequestLine } from "../../../http/envelope.js"

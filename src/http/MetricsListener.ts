@@ -15,10 +15,10 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, type MetricPair, Option } from "effect"
 import type { AddressInfo } from "node:net"
-import { formatAddress, serveNode } from "../src/http/listen.js"
-import { ListenerTimeouts } from "../src/http/timeouts.js"
-import { metricsCatalog } from "../src/ops/metrics.js"
-import { PROMETHEUS_CONTENT_TYPE, scrapePrometheusWhere } from "../src/ops/prometheus.js"
+import { formatAddress, serveNode } from "./listen.js"
+import { ListenerTimeouts } from "./timeouts.js"
+import { metricsCatalog } from "../ops/metrics.js"
+import { PROMETHEUS_CONTENT_TYPE, scrapePrometheusWhere } from "../ops/prometheus.js"
 import { nodeServer } from "./HttpServers.js"
 
 /** The metrics listener's base URL (`http://127.0.0.1:9890`), None when it is off. */

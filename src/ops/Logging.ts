@@ -20,7 +20,7 @@
  * so every line of a json or logfmt run parses.
  */
 import { Cause, Console, Context, DefaultServices, Effect, FiberRef, FiberRefs, HashMap, HashSet, Inspectable, Layer, Logger, LogLevel } from "effect"
-import type { LogFormat, LogLevelName } from "../src/config/operationsOptions.js"
+import type { LogFormat, LogLevelName } from "../config/operationsOptions.js"
 
 export interface LoggingOptions {
   readonly log_format: LogFormat

@@ -13,15 +13,15 @@
  *     CRL in force. Revoked certificates are logged as warnings.
  *   - `ServerTlsWithAdmins(component, section)`: both, what an HTTPS server with admin mTLS needs.
  *
- * The verifier (src/verifier/Server.ts, fromConfig.ts) is its API on layers/HttpServers.ts with one
+ * The verifier (src/verifier/Server.ts, fromConfig.ts) is its API on src/http/HttpServers.ts with one
  * `tls: true` listener, provided with `ServerTlsWithAdmins("verifier", section)`.
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Option, Schema } from "effect"
-import { ClientIdentity } from "../src/http/identity.js"
-import { isAdminCertificate } from "../src/pki/admin.js"
-import { type TrustStore, trustStoreFromPem } from "../src/pki/chain.js"
-import { liveRevocations, type RevocationSource, staticRevocations } from "../src/pki/liveRevocations.js"
-import { resolveServerTls, serverTlsOptionsOf } from "../src/pki/tlsDir.js"
+import { ClientIdentity } from "./identity.js"
+import { isAdminCertificate } from "../pki/admin.js"
+import { type TrustStore, trustStoreFromPem } from "../pki/chain.js"
+import { liveRevocations, type RevocationSource, staticRevocations } from "../pki/liveRevocations.js"
+import { resolveServerTls, serverTlsOptionsOf } from "../pki/tlsDir.js"
 
 /** The options of a `[registrar]` or `[verifier]` section this layer reads (snake_case as in the file). */
 export interface ServerTlsSection {

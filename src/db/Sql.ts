@@ -12,8 +12,8 @@ import { Cause, Effect, Layer, Redacted, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import Pg from "pg"
-import { watchDbPool } from "../src/ops/metrics.js"
-import { MigrationsLive } from "../src/db/migrate.js"
+import { watchDbPool } from "../ops/metrics.js"
+import { MigrationsLive } from "./migrate.js"
 
 export interface DatabaseOptions {
   /** "" → SQLite under data_dir; `sqlite:<file>` (or `sqlite::memory:`); `postgres://…` / `postgresql://…`. */

@@ -7,7 +7,7 @@
  * envelope, Retry-After).
  *
  *   - `HttpServers.layer(options)`: listeners with `tls: true` use the ServerTls in context
- *     (layers/Tls.ts) and ask clients for a certificate from its trusted CAs; the others are plain
+ *     (src/http/Tls.ts) and ask clients for a certificate from its trusted CAs; the others are plain
  *     HTTP. This is what the registrar and the verifier use.
  *   - `HttpServers.layerWith(options)`: TLS files given per listener (no ServerTls), for tests.
  *   - `nodeServer(options)`: one configured node server, for a server with its own dispatcher
@@ -33,19 +33,19 @@ import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
-import { answerClientErrors } from "../src/http/clientError.js"
-import { envelopeUndeclared } from "../src/http/envelope.js"
-import type { Listener } from "../src/http/identity.js"
-import { formatAddress, serveNode } from "../src/http/listen.js"
-import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "../src/http/platform.js"
+import { answerClientErrors } from "./clientError.js"
+import { envelopeUndeclared } from "./envelope.js"
+import type { Listener } from "./identity.js"
+import { formatAddress, serveNode } from "./listen.js"
+import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
 import {
   DEFAULT_LISTENER_TIMEOUTS,
   ListenerTimeouts,
   type ListenerTimeoutsShape,
   nodeServerTimeouts,
   nodeTlsServerTimeouts
-} from "../src/http/timeouts.js"
-import { serverTlsPolicy } from "../src/http/tlsPolicy.js"
+} from "./timeouts.js"
+import { serverTlsPolicy } from "./tlsPolicy.js"
 import { ServerTls } from "./Tls.js"
 
 export interface TlsFiles {
