@@ -84,14 +84,14 @@ export const runPhase = (o: PhaseOptions) =>
         loadCpuMs: o.loadPids.reduce((t, pid) => t + cpuMs(pid), 0)
       }
     })
-    const print = (minute: number, s: Sample, previous: Sample | undefined, missedInMinute: number, late: string) => {
+    const print = (minute: number, s: Sample, previous: Sample | undefined, late: string) => {
       const over = previous === undefined ? 0 : s.at - previous.at
       const made = previous === undefined ? 0 : s.attestations - previous.attestations
       const files = o.db.fileBytes()
       console.log(
         `${o.name} minute ${minute}: verifier RSS ${(s.rssKb / 1024).toFixed(1)} MB, heap ${s.heapBytes === undefined ? "n/a" : `${(s.heapBytes / MB).toFixed(1)} of ${((s.heapTotalBytes ?? 0) / MB).toFixed(1)} MB (floor ${((s.heapFloorBytes ?? 0) / MB).toFixed(1)})`}, ${s.fds} fds (its /metrics: ${s.metricsFds ?? "n/a"}); ` +
           `database ${(s.dbBytes / MB).toFixed(2)} MB${files === undefined ? "" : ` (files ${(files / MB).toFixed(2)} MB)`}; ` +
-          (previous === undefined ? "" : `${made} attestations (${((made / over) * 1000).toFixed(0)}/s), missed ${missedInMinute}${late}; verifier CPU ${pct(s.cpuMs - previous.cpuMs, over)} of a core, load generators ${pct(s.loadCpuMs - previous.loadCpuMs, over)}; `) +
+          (previous === undefined ? "" : `${made} attestations (${((made / over) * 1000).toFixed(0)}/s), ${late}; verifier CPU ${pct(s.cpuMs - previous.cpuMs, over)} of a core, load generators ${pct(s.loadCpuMs - previous.loadCpuMs, over)}; `) +
           (o.dashboard === undefined ? "" : `dashboard RSS ${(rssKb(o.dashboard.pid) / 1024).toFixed(0)} MB, ${o.dashboard.stats.requests} requests; `) +
           `load average ${loadavg()[0]!.toFixed(1)}`
       )
@@ -99,9 +99,10 @@ export const runPhase = (o: PhaseOptions) =>
 
     const start = performance.now()
     const samples: Array<Sample> = [yield* sample]
-    print(0, samples[0]!, undefined, 0, "")
+    print(0, samples[0]!, undefined, "")
     let missed = 0
-    let missedInMinute = 0
+    // this minute's misses: pull and push agents late, agents not attesting at all, the oldest verdict seen
+    let inMinute = { pull: 0, push: 0, inactive: 0, worstAgeMs: 0 }
     let checks = 0
     const lateAgents = new Set<string>()
     let nextCheck = start + o.checkEveryMs
@@ -110,24 +111,31 @@ export const runPhase = (o: PhaseOptions) =>
       while (nextCheck <= minuteEnd) {
         yield* Effect.sleep(Math.max(0, nextCheck - performance.now()))
         const agents = yield* Effect.promise(() => o.db.agents())
-        const late = missedAt(agents, Date.now(), o.limitMs)
+        const now = Date.now()
+        const late = missedAt(agents, now, o.limitMs)
         missed += late.length
-        missedInMinute += late.length
-        for (const a of late) lateAgents.add(a.agentId)
+        for (const a of late) {
+          lateAgents.add(a.agentId)
+          if (!a.active) inMinute.inactive++
+          else inMinute[a.model]++
+        }
+        for (const a of agents) if (a.active) inMinute.worstAgeMs = Math.max(inMinute.worstAgeMs, now - (a.lastSuccessMs + a.resolutionMs))
         nextCheck += o.checkEveryMs
         if (++checks % HEAP_EVERY === 0) heapUsed(yield* Effect.promise(scrape))
       }
       yield* Effect.sleep(Math.max(0, minuteEnd - performance.now()))
       const s = yield* sample
-      const examples = [...lateAgents].slice(0, 3)
-      print(minute, s, samples[samples.length - 1], missedInMinute, missedInMinute === 0 ? "" : ` (${lateAgents.size} agents so far, e.g. ${examples.join(", ")})`)
+      const m = inMinute
+      const examples = [...lateAgents].slice(0, 2).join(", ")
+      print(minute, s, samples[samples.length - 1], `missed ${m.pull + m.push + m.inactive} (pull ${m.pull}, push ${m.push} late, ${m.inactive} not attesting; oldest verdict ${(m.worstAgeMs / 1000).toFixed(1)} s${lateAgents.size === 0 ? "" : `; ${lateAgents.size} agents so far, e.g. ${examples}`})`)
       samples.push(s)
-      missedInMinute = 0
+      inMinute = { pull: 0, push: 0, inactive: 0, worstAgeMs: 0 }
     }
 
     const base = samples[Math.min(1, samples.length - 1)]!
     const first = samples[0]!
     const end = samples[samples.length - 1]!
+    const middle = samples[Math.floor((samples.length - 1) / 2)]!
     const peakRss = Math.max(...samples.slice(1).map((s) => s.rssKb))
     const made = end.attestations - first.attestations
     const result: PhaseResult = {
@@ -140,7 +148,8 @@ export const runPhase = (o: PhaseOptions) =>
     }
     console.log(
       `${o.name}: ${made} attestations in ${o.minutes} min; ${missed} missed schedules (${lateAgents.size} agents); RSS ${(base.rssKb / 1024).toFixed(1)} MB at minute ${samples.indexOf(base)} → ${(end.rssKb / 1024).toFixed(1)} MB at the end ` +
-        `(peak ${(peakRss / 1024).toFixed(1)} MB, ${(peakRss / base.rssKb).toFixed(3)}x); fds ${base.fds} → ${end.fds}; database ${(first.dbBytes / MB).toFixed(2)} → ${(end.dbBytes / MB).toFixed(2)} MB`
+        `(peak ${(peakRss / 1024).toFixed(1)} MB, ${(peakRss / base.rssKb).toFixed(3)}x); fds ${base.fds} → ${end.fds}; database ${(first.dbBytes / MB).toFixed(2)} → ${(end.dbBytes / MB).toFixed(2)} MB, ` +
+        `${(((end.dbBytes - middle.dbBytes) / Math.max(1, end.attestations - middle.attestations))).toFixed(0)} bytes per attestation over the second half (push attestations beyond push_attestations_kept are deleted)`
     )
     return result
   })

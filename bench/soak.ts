@@ -29,6 +29,7 @@ import { Effect, Logger, LogLevel } from "effect"
 import pg from "pg"
 import { rawRequest } from "../src/http/client.js"
 import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
+import { cpuMs } from "./_procCpu.js"
 import { childUntil } from "./_pullPhase.js"
 import { openDashboard } from "./_soakDashboard.js"
 import { type DbProbe, postgresProbe, sqliteProbe } from "./_soakProbe.js"
@@ -100,24 +101,35 @@ const program = Effect.gen(function*() {
   const send = (method: string, path: string, body: unknown) =>
     rawRequest({ method, baseUrl: verifier.url, path, tls: verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
 
-  // the pull fleet (after the verifier: it trusts the CA the verifier generated), its policy, its agents
-  const t0 = Date.now()
-  const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(PULL), caDir], (out) => {
-    const line = out.split("\n").find((l) => l.startsWith("{"))
-    return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
-  }, "SIGKILL", { FLEET_AK: "ecc" })
-  const policy = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(JSON.stringify(fleetRuntimePolicy())).toString("base64") })
-  if (policy.status !== 201 && policy.status !== 200) return yield* Effect.dieMessage(`fleet policy: ${policy.status} ${policy.body}`)
-  yield* Effect.forEach(fleet.value.agents, (a) =>
-    Effect.flatMap(send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.value.cert)), (r) =>
-      r.status === 200 ? Effect.void : Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)), { concurrency: 8, discard: true })
-  console.log(`pull fleet: ${PULL} agents listening and enrolled in ${((Date.now() - t0) / 1000).toFixed(0)} s (process ${fleet.pid})`)
-  const t1 = Date.now()
-  const push = PUSH === 0 ? undefined : yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL)], (out) => {
-    const m = /\{"ready":(\d+)\}\n/.exec(out)
-    return m === null ? undefined : Number(m[1])
+  // the pull fleet (after the verifier: it trusts the CA the verifier generated), its policy, its
+  // agents; the push fleet builds its simulated TPMs meanwhile (seconds each: RSA keys derived)
+  const pullSide = Effect.gen(function*() {
+    const t0 = Date.now()
+    const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(PULL), caDir], (out) => {
+      const line = out.split("\n").find((l) => l.startsWith("{"))
+      return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
+    }, "SIGKILL", { FLEET_AK: "ecc" })
+    const listening = Date.now()
+    const cpuBefore = cpuMs(verifier.pid)
+    const policy = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(JSON.stringify(fleetRuntimePolicy())).toString("base64") })
+    if (policy.status !== 201 && policy.status !== 200) return yield* Effect.dieMessage(`fleet policy: ${policy.status} ${policy.body}`)
+    yield* Effect.forEach(fleet.value.agents, (a) =>
+      Effect.flatMap(send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.value.cert)), (r) =>
+        r.status === 200 ? Effect.void : Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)), { concurrency: 8, discard: true })
+    console.log(`pull fleet: ${PULL} agents listening in ${((listening - t0) / 1000).toFixed(0)} s, enrolled in ${((Date.now() - listening) / 1000).toFixed(0)} s more (verifier CPU ${((cpuMs(verifier.pid) - cpuBefore) / PULL).toFixed(1)} ms per enrolment; process ${fleet.pid})`)
+    return fleet
   })
-  if (push !== undefined) console.log(`push fleet: ${push.value}/${PUSH} agents enrolled and attesting in ${((Date.now() - t1) / 1000).toFixed(0)} s (process ${push.pid})`)
+  const pushSide = Effect.gen(function*() {
+    if (PUSH === 0) return undefined
+    const t1 = Date.now()
+    const push = yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL)], (out) => {
+      const m = /\{"ready":(\d+)\}\n/.exec(out)
+      return m === null ? undefined : Number(m[1])
+    })
+    console.log(`push fleet: ${push.value}/${PUSH} agents enrolled and attesting in ${((Date.now() - t1) / 1000).toFixed(0)} s (process ${push.pid})`)
+    return push
+  })
+  const [fleet, push] = yield* Effect.all([pullSide, pushSide], { concurrency: 2 })
 
   const db: DbProbe = database === undefined ? sqliteProbe(join(dataDir, "verifier.sqlite")) : postgresProbe(database.url, database.schema)
   yield* Effect.addFinalizer(() => Effect.promise(db.close))
