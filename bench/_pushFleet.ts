@@ -50,7 +50,10 @@ const main = Effect.gen(function*() {
         accept_tpm_signing_algs: ["rsassa"],
         attestation_model: "push"
       }
-      const r = yield* rawRequest({ method: "POST", baseUrl: url, path: `/v2.6/agents/${agentId}`, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
+      const r = yield* rawRequest({ method: "POST", baseUrl: url, path: `/v2.6/agents/${agentId}`, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
+        Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
+        Effect.orDie
+      )
       if (r.status !== 200) return yield* Effect.dieMessage(`push enrolment of ${agentId}: ${r.status} ${r.body}`)
       return { agentId, dataDir, ctx }
     }), { concurrency: 4 })
@@ -58,11 +61,11 @@ const main = Effect.gen(function*() {
   const totals = Effect.map(Effect.forEach(stats, Ref.get), (all) =>
     all.reduce((t, c) => ({ accepted: t.accepted + c.accepted, refused: t.refused + c.refused, sessions: t.sessions + c.sessions, attesting: t.attesting + (c.accepted > 0 ? 1 : 0) }), { accepted: 0, refused: 0, sessions: 0, attesting: 0 }))
   const from = Date.now()
-  while ((yield* totals).attesting < N && Date.now() - from < 120_000) yield* Effect.sleep("500 millis")
+  while ((yield* totals).attesting < N && Date.now() - from < 300_000) yield* Effect.sleep("500 millis")
   const ready = yield* totals
   if (ready.attesting < N) {
     const statuses = (yield* Effect.forEach(stats, Ref.get)).map((c) => c.lastStatus)
-    process.stderr.write(`push fleet: ${N - ready.attesting} agents not attesting after 120 s; their last statuses: ${[...new Set(statuses)].join(", ")}\n`)
+    process.stderr.write(`push fleet: ${N - ready.attesting} agents not attesting after 300 s; their last statuses: ${[...new Set(statuses)].join(", ")}\n`)
   }
   process.stdout.write(JSON.stringify({ ready: ready.attesting }) + "\n")
   yield* Effect.repeat(Effect.flatMap(totals, (t) => Effect.sync(() => process.stdout.write(JSON.stringify(t) + "\n"))), Schedule.spaced("10 seconds"))

@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Logger, LogLevel } from "effect"
+import { Effect, Logger, LogLevel, Schedule } from "effect"
 import pg from "pg"
 import { rawRequest } from "../src/http/client.js"
 import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
@@ -99,7 +99,12 @@ const program = Effect.gen(function*() {
   console.log(`soak: ${PULL} pull + ${PUSH} push agents, quote_interval ${INTERVAL} s, ${MINUTES} min${DASHBOARD_MINUTES > 0 ? ` + ${DASHBOARD_MINUTES} min with the dashboard` : ""}, ${POSTGRES ? "PostgreSQL" : "SQLite"}, ${cpus().length} cores`)
   const verifier = yield* spawnVerifier(config, caDir)
   const send = (method: string, path: string, body: unknown) =>
-    rawRequest({ method, baseUrl: verifier.url, path, tls: verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
+    rawRequest({ method, baseUrl: verifier.url, path, tls: verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
+      // the one full-scale run on a busy 2-core machine lost an enrolment to a reset connection after 15 minutes
+      Effect.tapError((e) => Effect.sync(() => console.log(`soak: ${method} ${path}: ${e.message}; again in 2 s`))),
+      Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
+      Effect.orDie
+    )
 
   // the pull fleet (after the verifier: it trusts the CA the verifier generated), its policy, its
   // agents; the push fleet builds its simulated TPMs meanwhile (seconds each: RSA keys derived)
