@@ -6,11 +6,12 @@
  * every `interval` seconds. Prints one JSON line `{"ready": N}` once all attest, then
  * `{"accepted": a, "refused": r, "sessions": s}` every 10 s (what the agents themselves count).
  *
- *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds>
+ *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds> <data dir>
+ *
+ * The data directory (TPM state, AKs) is the caller's to remove: this process ends with SIGKILL.
  */
 import { Context, Effect, Layer, Logger, LogLevel, Option, Ref, Schedule } from "effect"
-import { mkdtempSync, readFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { TpmSimulator } from "../layers/TpmSimulator.js"
 import { MeasurementSource } from "../src/agent/measurements/MeasurementSource.js"
@@ -31,7 +32,7 @@ const INTERVAL = Number(process.argv[5] ?? 2)
 export const pushAgentId = (i: number) => `5eed7000-0000-4000-8000-${String(i).padStart(12, "0")}`
 
 const main = Effect.gen(function*() {
-  const dir = mkdtempSync(join(tmpdir(), "attest-soak-push-"))
+  const dir = process.argv[6]!
   const read = (f: string) => readFileSync(join(caDir, f), "utf8")
   const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
   const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => i), (i) =>

@@ -127,7 +127,7 @@ const program = Effect.gen(function*() {
   const pushSide = Effect.gen(function*() {
     if (PUSH === 0) return undefined
     const t1 = Date.now()
-    const push = yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL)], (out) => {
+    const push = yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL), join(dir, "push-agents")], (out) => {
       const m = /\{"ready":(\d+)\}\n/.exec(out)
       return m === null ? undefined : Number(m[1])
     })
