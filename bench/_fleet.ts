@@ -6,6 +6,7 @@
  * signed quote of PCR 10 (its IMA list) and PCR 16 (the NK), its list growing by PER_QUOTE ima-ng
  * entries per quote (files of the shared runtime policy, `fleetPolicyFile(i)`). Prints one JSON
  * line `{agents: [{id, port, ak, enc}], cert}` when listening (cert: the self-signed certificate all serve).
+ * FLEET_AK=ecc: every agent with an ECC AK (bench/soak.ts: signing then costs the fleet a fraction).
  *
  *   node --import tsx bench/_fleet.ts <N> <caDir>
  */
@@ -18,6 +19,7 @@ import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { URL } from "node:url"
+import { makeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { encodeImaNg } from "../src/ima/encode.js"
 import { marshalAttest, type QuoteAttest } from "../src/tpm/attest.js"
 import { TPM_GENERATED_VALUE } from "../src/tpm/constants.js"
@@ -37,6 +39,16 @@ export const fleetPolicyFile = (i: number): { path: string; digest: Uint8Array }
   path: `/usr/lib/fleet/pkg-${i % 997}/file-${i}.so`,
   digest: new Uint8Array(createHash("sha256").update(`fleet content ${i}`).digest())
 })
+
+/** The shared runtime policy the verifier gets as "fleet": every POLICY_FILES file with its digest. */
+export const fleetRuntimePolicy = () => {
+  const digests: Record<string, Array<string>> = {}
+  for (let i = 0; i < POLICY_FILES; i++) {
+    const f = fleetPolicyFile(i)
+    digests[f.path] = [Buffer.from(f.digest).toString("hex")]
+  }
+  return makeRuntimePolicy({ digests, excludes: ["boot_aggregate"] })
+}
 
 // one NK for the fleet (made at start): PCR 16 binds it in every agent's quotes as a real agent's would
 let fleetNk = ""
@@ -97,15 +109,17 @@ const main = async () => {
   const tls = { key: own.key, cert: own.cert, ca: read("cacert.crt") }
   fleetNk = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ type: "spki", format: "pem" }).toString()
   pcr16 = new Uint8Array(nkPcrValue("sha256", fleetNk))
-  const rsaPool = Array.from({ length: 8 }, () => makeAk("rsa"))
+  const allEcc = process.env["FLEET_AK"] === "ecc"
+  const rsaPool = allEcc ? [] : Array.from({ length: 8 }, () => makeAk("rsa"))
   const bootTime = Math.floor(Date.now() / 1000) - 3600
   const out: Array<{ id: string; port: number; ak: string; enc: string }> = []
   for (let i = 0; i < n; i++) {
-    const ak = i % 2 === 0 ? rsaPool[(i / 2) % rsaPool.length]! : makeAk("ecc")
+    const rsa = !allEcc && i % 2 === 0
+    const ak = rsa ? rsaPool[(i / 2) % rsaPool.length]! : makeAk("ecc")
     const a: SimAgent = {
       id: `fleet-${String(i).padStart(5, "0")}`,
       ak,
-      enc: i % 2 === 0 ? "rsa2048" : "ecc256",
+      enc: rsa ? "rsa2048" : "ecc256",
       lines: [],
       pcr10: new Uint8Array(32),
       next: i * 7919,

@@ -11,10 +11,9 @@ import { createRequire } from "node:module"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { makeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
-import { fleetAgentBody, fleetPolicyFile, POLICY_FILES } from "./_fleet.js"
+import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
 import { attestCommand } from "./_verifierCommand.js"
 import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
 
@@ -26,15 +25,16 @@ interface ReadOnlyDb {
 const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string, options: object) => ReadOnlyDb
 
 /** A child process until `ready` reads its output; stopped by `signal` (SIGINT lets a profiled one write its profile: awaited up to 10 s). */
-const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined, signal: NodeJS.Signals = "SIGKILL") =>
+export const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined, signal: NodeJS.Signals = "SIGKILL", env?: NodeJS.ProcessEnv) =>
   Effect.acquireRelease(
     Effect.async<{ value: A; pid: number; kill: () => Promise<void> }>((resume) => {
-      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] })
+      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], ...(env === undefined ? {} : { env: { ...process.env, ...env } }) })
       let out = ""
       let done = false
       child.stdout.on("data", (d: Buffer) => {
+        if (done) return
         out += d.toString()
-        const v = done ? undefined : ready(out)
+        const v = ready(out)
         if (v !== undefined) {
           done = true
           const exited = new Promise<void>((r) => child.once("exit", () => r()))
@@ -92,12 +92,7 @@ export const startPull = (o: { readonly agents: number; readonly dir: string; re
     const send = (method: string, path: string, body: unknown) =>
       rawRequest({ method, baseUrl: url, path, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
 
-    const digests: Record<string, Array<string>> = {}
-    for (let i = 0; i < POLICY_FILES; i++) {
-      const f = fleetPolicyFile(i)
-      digests[f.path] = [Buffer.from(f.digest).toString("hex")]
-    }
-    const policy = JSON.stringify(makeRuntimePolicy({ digests, excludes: ["boot_aggregate"] }))
+    const policy = JSON.stringify(fleetRuntimePolicy())
     const added = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(policy).toString("base64") })
     if (added.status !== 201 && added.status !== 200) return yield* Effect.dieMessage(`pull policy: ${added.status} ${added.body}`)
     for (const a of fleet.value.agents) {

@@ -12,8 +12,13 @@ export interface BenchPushAgent {
   readonly ctx: Context.Context<never>
 }
 
+/** What differs from the default agent: its interval (2 s). */
+export interface BenchPushAgentOptions {
+  readonly intervalSeconds?: number
+}
+
 /** Starts every agent against `verifierUrl`: their stats and fibers. */
-export const startPushAgents = (agents: ReadonlyArray<BenchPushAgent>, verifierUrl: string, verifierCa: string) =>
+export const startPushAgents = (agents: ReadonlyArray<BenchPushAgent>, verifierUrl: string, verifierCa: string, options: BenchPushAgentOptions = {}) =>
   Effect.gen(function*() {
     const stats = yield* Effect.forEach(agents, () => Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
     const fibers: ReadonlyArray<Fiber.RuntimeFiber<unknown, unknown>> = yield* Effect.forEach(agents, (a, i) =>
@@ -25,7 +30,7 @@ export const startPushAgents = (agents: ReadonlyArray<BenchPushAgent>, verifierU
           contactPort: 9002,
           verifierUrl,
           verifierCa,
-          attestationIntervalSeconds: 2,
+          attestationIntervalSeconds: options.intervalSeconds ?? 2,
           backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
         }, stats[i]).pipe(Effect.provide(a.ctx as Context.Context<any>), Effect.provide(NodeHttpClient.layerUndici))
       ))

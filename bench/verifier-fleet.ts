@@ -17,7 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
-import { makeRuntimePolicy, decodeRuntimePolicy } from "../schemas/RuntimePolicy.js"
+import { decodeRuntimePolicy } from "../schemas/RuntimePolicy.js"
 import { DbLive } from "../src/db/Sql.js"
 import { VerifierConfig } from "../src/config/services.js"
 import { encodeImaNg } from "../src/ima/encode.js"
@@ -44,7 +44,7 @@ import {
 import { PollerLive } from "../src/verifier/pull/Poller.js"
 import { Policies } from "../src/verifier/domain/policy/Policies.js"
 import { makeAk, signAttest } from "../test/tpm/quoteFixture.js"
-import { fleetAgentBody, fleetPolicyFile, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
+import { fleetAgentBody, fleetPolicyFile, fleetRuntimePolicy, PER_QUOTE, POLICY_FILES } from "./_fleet.js"
 import { cpuMs as cpuMsOf } from "./_procCpu.js"
 
 const STEPS = (process.argv[2] ?? "100,300,1000").split(",").map(Number)
@@ -66,14 +66,7 @@ const heapKb = () => {
 }
 
 /** The runtime policy both processes derive: POLICY_FILES paths with their digests. */
-const policyDocument = () => {
-  const digests: Record<string, Array<string>> = {}
-  for (let i = 0; i < POLICY_FILES; i++) {
-    const f = fleetPolicyFile(i)
-    digests[f.path] = [Buffer.from(f.digest).toString("hex")]
-  }
-  return makeRuntimePolicy({ digests, excludes: ["boot_aggregate"] })
-}
+const policyDocument = fleetRuntimePolicy
 
 /** ms of CPU per evaluateEvidence of a partial RSA round with PER_QUOTE new entries on the 100k policy. */
 const baseline = (doc: ReturnType<typeof policyDocument>) => {

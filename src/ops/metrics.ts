@@ -39,6 +39,7 @@
  * scrape reads total, idle and waiting (SQLite: its one connection).
  */
 import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
+import { readdirSync } from "node:fs"
 import { type OperationalState, stateName } from "../attestation/states.js"
 import { onScrape } from "./prometheus.js"
 
@@ -156,7 +157,9 @@ export const Metrics = {
   ),
   pushSessions: counter("attest_push_sessions_total", "Push-model attestation sessions, by result (created, refused)", ["result"], "verifier"),
   pushTokens: counter("attest_push_tokens_total", "Push-model PoP tokens, by event (issued, accepted, rejected, expired)", ["event"], "verifier"),
-  pushTokensActive: gauge("attest_push_tokens_active", "Push-model PoP tokens currently valid", [], "verifier")
+  pushTokensActive: gauge("attest_push_tokens_active", "Push-model PoP tokens currently valid", [], "verifier"),
+  processMemory: gauge("attest_process_memory_bytes", "This process's memory as of the scrape, by kind (rss, heap_used, heap_total, external)", ["kind"], "server"),
+  processOpenFds: gauge("attest_process_open_fds", "File descriptors this process holds open as of the scrape (Linux: /proc/self/fd)", [], "server")
 } as const
 
 // --- registrar ----------------------------------------------------------------------------------
@@ -218,6 +221,26 @@ export const watchDbPool = (database: string, read: () => DbPoolUse): () => void
 
 onScrape(() => {
   for (const { database, read } of watchedPools.values()) unsafeObserveDbPool(database, read())
+})
+
+// --- the process: memory and descriptors, read at each scrape (a leak shows as a slope) -------------
+
+const countOpenFds = (): number | undefined => {
+  try {
+    return readdirSync("/proc/self/fd").length - 1 // the directory handle readdir itself opened
+  } catch {
+    return undefined // not Linux: the series is left out
+  }
+}
+
+onScrape(() => {
+  const m = process.memoryUsage()
+  Metrics.processMemory.series("rss").unsafeUpdate(m.rss, NO_TAGS)
+  Metrics.processMemory.series("heap_used").unsafeUpdate(m.heapUsed, NO_TAGS)
+  Metrics.processMemory.series("heap_total").unsafeUpdate(m.heapTotal, NO_TAGS)
+  Metrics.processMemory.series("external").unsafeUpdate(m.external, NO_TAGS)
+  const fds = countOpenFds()
+  if (fds !== undefined) Metrics.processOpenFds.series().unsafeUpdate(fds, NO_TAGS)
 })
 
 // --- verifier: attestations, agents, checks -----------------------------------------------------

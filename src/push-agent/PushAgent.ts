@@ -131,12 +131,18 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
         Effect.tap((r) => Ref.update(counters, (c) => ({ ...c, lastStatus: r.status })))
       )
 
-    const refused = (step: string, r: Reply) =>
+    /**
+     * A step the verifier refused. A 401/403 to a request that carried the token drops the token (the
+     * next cycle opens a session at once); to the session's own steps it is the proof that was
+     * refused (e.g. the verifier holds another AK), which a new session at once would only repeat:
+     * that waits like any refusal (found by bench/soak.ts: hundreds of proofs a second until 429).
+     */
+    const refused = (step: string, r: Reply, sentToken: boolean) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const detail = r.json?.errors?.[0]?.detail ?? ""
         return yield* Effect.fail(
-          new StepFailed(r.status, `${step} answered ${r.status}${detail === "" ? "" : `: ${detail}`}`, retryAfterMs(r.headers["retry-after"], now), r.status === 401 || r.status === 403, r.status >= 500 || r.status === 408 || r.status === 429)
+          new StepFailed(r.status, `${step} answered ${r.status}${detail === "" ? "" : `: ${detail}`}`, retryAfterMs(r.headers["retry-after"], now), sentToken && (r.status === 401 || r.status === 403), r.status >= 500 || r.status === 408 || r.status === 429)
         )
       })
 
@@ -144,7 +150,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       const created = yield* call("POST", "/v3.0/sessions", {
         data: { type: "session", attributes: { agent_id: agentId, authentication_supported: [{ authentication_class: "pop", authentication_type: "tpm_pop" }] } }
       })
-      if (created.status !== 200) return yield* refused("POST /sessions", created)
+      if (created.status !== 200) return yield* refused("POST /sessions", created, false)
       const sessionId = String(created.json.data.id)
       const challenge = String(created.json.data.attributes.authentication_requested[0].chosen_parameters.challenge)
       const proof = yield* popProof(tpm, id, challenge).pipe(Effect.mapError((e) => new StepFailed(0, `TPM2_Certify failed: ${e.message}`, undefined, false, true)))
@@ -156,7 +162,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       if (proved.status === 200 && proved.json?.data?.attributes?.evaluation === "fail") {
         return yield* Effect.fail(new StepFailed(200, `PoP session refused (evaluation fail: not enrolled at the verifier, or the challenge expired)`, undefined, false, false, true))
       }
-      if (proved.status !== 200 || typeof token !== "string") return yield* refused(`PATCH /sessions/${sessionId}`, proved)
+      if (proved.status !== 200 || typeof token !== "string") return yield* refused(`PATCH /sessions/${sessionId}`, proved, false)
       yield* Ref.update(counters, (c) => ({ ...c, sessions: c.sessions + 1 }))
       yield* Effect.logInfo("PoP session authenticated: bearer token obtained")
       return token
@@ -175,11 +181,11 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       const path = `/v3.0/agents/${agentId}/attestations`
       const created = yield* call("POST", path, { data: { type: "attestation", attributes: { evidence_supported: caps.evidenceSupported, system_info: { boot_time: caps.bootTime } } } }, t)
       const location = created.headers["location"]
-      if (created.status !== 201 || location === undefined) return yield* refused(`POST ${path}`, created)
+      if (created.status !== 201 || location === undefined) return yield* refused(`POST ${path}`, created, true)
       const requested = created.json.data.attributes.evidence_requested as ReadonlyArray<EvidenceRequested>
       const evidence = yield* collectEvidence(tpm, id, source, requested).pipe(Effect.mapError((e) => new StepFailed(0, `collecting evidence: ${String(e)}`, undefined, false, true)))
       const submitted = yield* call("PATCH", location, { data: { type: "attestation", attributes: { evidence_collected: evidence } } }, t)
-      if (submitted.status !== 202) return yield* refused(`PATCH ${location}`, submitted)
+      if (submitted.status !== 202) return yield* refused(`PATCH ${location}`, submitted, true)
       yield* Ref.update(counters, (c) => ({ ...c, accepted: c.accepted + 1 }))
       const next = submitted.json?.meta?.seconds_to_next_attestation
       yield* Effect.logDebug(`evidence accepted for ${location}`)

@@ -1,10 +1,12 @@
 /**
  * The metrics catalog (src/ops/metrics.ts) as the verifier will record it: agents move between
  * state counts, a deleted agent leaves its count and its freshness series, freshness is the age
- * of the last success at scrape time (TestClock), an attestation counts each failure type once.
+ * of the last success at scrape time (TestClock), an attestation counts each failure type once,
+ * and the process's memory and open descriptors are read at each scrape.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { closeSync, openSync } from "node:fs"
 import {
   forgetAgent,
   metricsCatalog,
@@ -90,5 +92,20 @@ describe("metrics catalog", () => {
       expect((valueOf(parsed, "attest_check_duration_seconds_count", { check: "ima" }) ?? 0) - before).toBe(1)
       expect(valueOf(parsed, "attest_check_duration_seconds_bucket", { check: "ima", le: "1" })).toBe(0)
       expect(valueOf(parsed, "attest_check_duration_seconds_bucket", { check: "ima", le: "2.5" })).toBe(1)
+    }))
+
+  it.effect("reads the process's memory and open descriptors at each scrape: five files opened show as five more, closed as five fewer", () =>
+    Effect.gen(function*() {
+      const before = yield* scrape
+      const memory = (kind: string) => valueOf(before, "attest_process_memory_bytes", { kind }) ?? Number.NaN
+      expect(memory("rss")).toBeGreaterThan(10 * 1024 * 1024)
+      expect(memory("heap_used")).toBeGreaterThan(0)
+      expect(memory("heap_used")).toBeLessThanOrEqual(memory("heap_total"))
+      const fds = (parsed: typeof before) => valueOf(parsed, "attest_process_open_fds") ?? Number.NaN
+      const opened = Array.from({ length: 5 }, () => openSync("/dev/null", "r"))
+      const during = yield* scrape
+      for (const fd of opened) closeSync(fd)
+      const after = yield* scrape
+      expect([fds(during) - fds(before), fds(after) - fds(before)]).toEqual([5, 0])
     }))
 })

@@ -3,7 +3,8 @@
  * and activates at the registrar (the pull agent's identity and registration code), the admin
  * enrols it at the verifier with the AK it registered, and it runs its cycles: session PoP, phase 1,
  * evidence, sleep meta.seconds_to_next_attestation; every attestation passes. Its backoff delays
- * follow the configuration.
+ * follow the configuration; a proof of possession the verifier refuses is sent again once per
+ * interval, not in a loop.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -97,4 +98,28 @@ describe("push agent", () => {
         "INFO enrolled at the verifier <verifier>: attesting"
       ])
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent-wait")))), 120_000)
+
+  it.live("a PoP proof the verifier refuses (it holds another AK: a re-provisioned machine) is sent again once per interval, not at once in a loop", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-push-agent-pop-")
+      const env = yield* PushTestEnv
+      // the admin enrolled the AK the machine had before; the agent now has a new one
+      const { enrol } = yield* pushAgentIdentity(AGENT, join(dir, "before"))
+      yield* enrol
+      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const agent = yield* runPushAgent(testPushAgentOptions({ agentId: AGENT, dataDir: join(dir, "agent"), verifierUrl: env.url, verifierCa: env.ca }), stats).pipe(
+        Effect.provide(NodeHttpClient.layerUndici),
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none)),
+        Effect.fork
+      )
+      yield* Effect.repeat(Ref.get(stats), { until: (s) => s.refused >= 1, schedule: Schedule.spaced("50 millis") })
+      yield* Effect.sleep("2500 millis")
+      const s = yield* Ref.get(stats)
+      yield* Fiber.interrupt(agent)
+      // the 401 came to the proof itself (no token was sent): not a stale token to drop and retry at once
+      expect([s.accepted, s.sessions, s.lastStatus]).toEqual([0, 0, 401])
+      // attestation interval 1 s: the first proof and two or three more in 2.5 s (was hundreds, until 429)
+      expect(s.refused).toBeGreaterThanOrEqual(2)
+      expect(s.refused).toBeLessThanOrEqual(5)
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(pushVerifier("sqlite"), simulatedAgent("push-agent-pop")))), 120_000)
 })

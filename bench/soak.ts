@@ -1,0 +1,182 @@
+/**
+ * The soak: one `attest verifier` process (pull mode, which also serves push agents enrolled with
+ * attestation_model "push"; SQLite as `attest up` runs it, or PostgreSQL with --postgres) attests
+ * --pull simulated pull agents (bench/_fleet.ts, ECC AKs, one process) and --push push agents
+ * (bench/_pushFleet.ts, simulated TPMs, another process) at quote_interval = --interval seconds for
+ * --minutes, then (phase 2) as long again with the dashboard open on the fleet (`attest dashboard`
+ * and a client that does what its page does; --dashboard-minutes 0 leaves it out). The load
+ * generators run in processes of their own, so every figure of the verifier is its own.
+ *
+ * Read from outside the verifier, never from its own claims: every --check-every seconds, each
+ * agent's last verified attestation from the database. A *missed schedule* is one such check of
+ * one enrolled agent that is not in the state that attests (pull GET_QUOTE, push accepting) or whose
+ * last verified attestation is older than quote_interval + --slack (default 2 s) even at the latest
+ * moment its stored time allows (pull: whole seconds). Every minute: the verifier's RSS and open
+ * descriptors (/proc), its heap (its /metrics), the database's size (SQLite's pages, or PostgreSQL's
+ * pg_total_relation_size of the schema's tables) and the attestations recorded (the database).
+ * Baselines in the same run: each phase's figures at its minute 1 (phase 1: after a warm-up in
+ * which every agent attested twice; phase 2: phase 1's end).
+ *
+ *   npm run bench -- soak [--minutes 30] [--pull 1000] [--push 200] [--interval 2] [--slack 2]
+ *                         [--check-every 2] [--dashboard-minutes <minutes>] [--postgres]
+ */
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { cpus, tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Logger, LogLevel, Schedule } from "effect"
+import pg from "pg"
+import { rawRequest } from "../src/http/client.js"
+import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
+import { cpuMs } from "./_procCpu.js"
+import { childUntil } from "./_pullPhase.js"
+import { openDashboard } from "./_soakDashboard.js"
+import { type DbProbe, postgresProbe, sqliteProbe } from "./_soakProbe.js"
+import { runPhase, type PhaseResult } from "./_soakPhase.js"
+import { spawnVerifier } from "./_verifierProcess.js"
+import { postgresUrl } from "../test/support/requirements.js"
+
+const flag = (name: string, fallback: number): number => {
+  const i = process.argv.indexOf(`--${name}`)
+  if (i < 0) return fallback
+  const v = Number(process.argv[i + 1])
+  if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} ${process.argv[i + 1]}: not a number of at least 0`)
+  return v
+}
+const MINUTES = flag("minutes", 30)
+const PULL = flag("pull", 1000)
+const PUSH = flag("push", 200)
+const INTERVAL = flag("interval", 2)
+const SLACK = flag("slack", 2)
+const CHECK_EVERY = flag("check-every", 2)
+const DASHBOARD_MINUTES = flag("dashboard-minutes", MINUTES)
+const POSTGRES = process.argv.includes("--postgres")
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+
+/** A PostgreSQL schema of its own for the run (dropped at the end) and the URL whose connections use it. */
+const postgresSchema = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const schema = `soak_${randomBytes(4).toString("hex")}`
+    const client = new pg.Client({ connectionString: postgresUrl })
+    await client.connect()
+    await client.query(`CREATE SCHEMA ${schema}`)
+    await client.end()
+    const url = new URL(postgresUrl)
+    url.searchParams.set("options", `-c search_path=${schema}`)
+    return { schema, url: url.toString() }
+  }),
+  ({ schema }) =>
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: postgresUrl })
+      await client.connect()
+      await client.query(`DROP SCHEMA ${schema} CASCADE`)
+      await client.end()
+    })
+)
+
+const program = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "attest-soak-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  const caDir = join(dir, "ca")
+  const dataDir = join(dir, "data")
+  const metricsPort = yield* Effect.promise(freePort)
+  const database = POSTGRES ? yield* postgresSchema : undefined
+  const config = join(dir, "verifier.toml")
+  writeFileSync(config, [
+    "[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${dataDir}"`, `metrics_port = ${metricsPort}`,
+    `log_level = "warning"`, `quote_interval = ${INTERVAL}`, `mode = "pull"`,
+    // every push agent comes from 127.0.0.1 here, where a fleet's come from as many addresses
+    `session_create_rate_limit_per_ip = ${Math.max(50, 2 * PUSH)}`, ...(database === undefined ? [] : [`database_url = "${database.url}"`]), ""
+  ].join("\n"))
+  console.log(`soak: ${PULL} pull + ${PUSH} push agents, quote_interval ${INTERVAL} s, ${MINUTES} min${DASHBOARD_MINUTES > 0 ? ` + ${DASHBOARD_MINUTES} min with the dashboard` : ""}, ${POSTGRES ? "PostgreSQL" : "SQLite"}, ${cpus().length} cores`)
+  const verifier = yield* spawnVerifier(config, caDir)
+  const send = (method: string, path: string, body: unknown) =>
+    rawRequest({ method, baseUrl: verifier.url, path, tls: verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
+      // the one full-scale run on a busy 2-core machine lost an enrolment to a reset connection after 15 minutes
+      Effect.tapError((e) => Effect.sync(() => console.log(`soak: ${method} ${path}: ${e.message}; again in 2 s`))),
+      Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
+      Effect.orDie
+    )
+
+  // the pull fleet (after the verifier: it trusts the CA the verifier generated), its policy, its
+  // agents; the push fleet builds its simulated TPMs meanwhile (seconds each: RSA keys derived)
+  const pullSide = Effect.gen(function*() {
+    const t0 = Date.now()
+    const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(PULL), caDir], (out) => {
+      const line = out.split("\n").find((l) => l.startsWith("{"))
+      return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
+    }, "SIGKILL", { FLEET_AK: "ecc" })
+    const listening = Date.now()
+    const cpuBefore = cpuMs(verifier.pid)
+    const policy = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(JSON.stringify(fleetRuntimePolicy())).toString("base64") })
+    if (policy.status !== 201 && policy.status !== 200) return yield* Effect.dieMessage(`fleet policy: ${policy.status} ${policy.body}`)
+    yield* Effect.forEach(fleet.value.agents, (a) =>
+      Effect.flatMap(send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.value.cert)), (r) =>
+        r.status === 200 ? Effect.void : Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)), { concurrency: 8, discard: true })
+    console.log(`pull fleet: ${PULL} agents listening in ${((listening - t0) / 1000).toFixed(0)} s, enrolled in ${((Date.now() - listening) / 1000).toFixed(0)} s more (verifier CPU ${((cpuMs(verifier.pid) - cpuBefore) / PULL).toFixed(1)} ms per enrolment; process ${fleet.pid})`)
+    return fleet
+  })
+  const pushSide = Effect.gen(function*() {
+    if (PUSH === 0) return undefined
+    const t1 = Date.now()
+    const push = yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL), join(dir, "push-agents")], (out) => {
+      const m = /\{"ready":(\d+)\}\n/.exec(out)
+      return m === null ? undefined : Number(m[1])
+    })
+    console.log(`push fleet: ${push.value}/${PUSH} agents enrolled and attesting in ${((Date.now() - t1) / 1000).toFixed(0)} s (process ${push.pid})`)
+    return push
+  })
+  const [fleet, push] = yield* Effect.all([pullSide, pushSide], { concurrency: 2 })
+
+  const db: DbProbe = database === undefined ? sqliteProbe(join(dataDir, "verifier.sqlite")) : postgresProbe(database.url, database.schema)
+  yield* Effect.addFinalizer(() => Effect.promise(db.close))
+  // warm-up: every agent attested twice (connections made, whole IMA lists behind), at most 3 minutes
+  const warm = Date.now()
+  for (;;) {
+    const counts = yield* Effect.promise(() => db.agents())
+    const rows = yield* Effect.promise(() => db.attestations())
+    const ready = counts.filter((a) => a.lastSuccessMs > 0).length
+    if ((ready >= PULL + PUSH && rows.pull >= 2 * PULL && rows.push >= 2 * PUSH) || Date.now() - warm > 180_000) break
+    yield* Effect.sleep("1 second")
+  }
+  console.log(`warm-up: ${((Date.now() - warm) / 1000).toFixed(0)} s`)
+
+  const limitMs = (INTERVAL + SLACK) * 1000
+  console.log(`a missed schedule: an agent not attesting, or its last verified attestation older than ${INTERVAL} + ${SLACK} s, at a check every ${CHECK_EVERY} s`)
+  const common = { verifierPid: verifier.pid, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, db, limitMs, checkEveryMs: CHECK_EVERY * 1000, loadPids: [fleet.pid, ...(push === undefined ? [] : [push.pid])] }
+  const plain = yield* runPhase({ ...common, name: "soak", minutes: MINUTES })
+  const withDashboard = DASHBOARD_MINUTES === 0 ? undefined : yield* Effect.scoped(Effect.gen(function*() {
+    const dashboard = yield* openDashboard({ dir, caDir, verifierUrl: verifier.url, agentIds: fleet.value.agents.map((a) => a.id) })
+    console.log(`dashboard: ${dashboard.url} (process ${dashboard.pid}), a client on its live events and pages`)
+    const result = yield* runPhase({ ...common, name: "dashboard", minutes: DASHBOARD_MINUTES, dashboard })
+    console.log(`dashboard client: ${dashboard.stats.events} live events, ${dashboard.stats.requests} requests, ${dashboard.stats.errors} failed${dashboard.stats.errors > 0 ? ` (last: ${dashboard.stats.lastError})` : ""}`)
+    return result
+  }))
+
+  const report = (suffix: string, r: PhaseResult) => {
+    console.log(`BENCH soak_missed_schedules${suffix} ${r.missed}`)
+    console.log(`BENCH soak_rss_growth_ratio${suffix} ${r.rssGrowthRatio.toFixed(3)}`)
+    if (r.heapGrowthRatio !== undefined) console.log(`BENCH soak_heap_growth_ratio${suffix} ${r.heapGrowthRatio.toFixed(3)}`)
+    console.log(`BENCH soak_fd_growth${suffix} ${r.fdGrowth}`)
+    console.log(`BENCH soak_db_bytes_per_attestation${suffix} ${r.dbBytesPerAttestation.toFixed(0)} B`)
+    console.log(`BENCH soak_attestations_per_s${suffix} ${r.attestationsPerS.toFixed(1)} 1/s`)
+  }
+  report("", plain)
+  if (withDashboard !== undefined) report("_dashboard", withDashboard)
+})
+
+Effect.runPromise(program.pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.Warning))).then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  }
+)
