@@ -10,8 +10,9 @@
  * fails with AgentLoopNotStarted; the poller (Poller.ts) starts it again.
  */
 import type { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Option } from "effect"
 import { VerifierConfig } from "../../config/services.js"
+import type { AgentConfigUnusable } from "../../attestation/AgentConfigUnusable.js"
 import { setAgentState } from "../../ops/metrics.js"
 import { AgentClient } from "../AgentClient.js"
 import type { VerifierStoreError } from "../errors.js"
@@ -92,18 +93,19 @@ const make = Effect.gen(function*() {
     }
   }
 
-  /** A step's failure by its kind: the database is waited out; a configuration not honoured and a defect are `Crashed`. */
+  /** A step's failure by its kind: the database is waited out; a configuration not honoured is `Crashed`. */
+  const onStepError = {
+    VerifierStoreError: (e: VerifierStoreError) => Effect.as(Effect.logWarning(`database: ${e.message}; reading the agent again shortly`), "store" as const),
+    AgentConfigUnusable: (e: AgentConfigUnusable) =>
+      Effect.as(Effect.logWarning(`configuration not honoured: ${e.message}`), { _tag: "Crashed", message: e.message } satisfies LoopEvent)
+  }
+  /** A defect inside a cycle is `Crashed` too: the agent FAILED, the loop goes on as the machine says. */
+  const onDefect = (defect: unknown) => {
+    const crashed: LoopEvent = { _tag: "Crashed", message: defect instanceof Error ? defect.message : String(defect) }
+    return Effect.as(Effect.logError("cycle crashed", Cause.die(defect)), crashed)
+  }
   const guarded = (m: LoopMemory, effect: LoopEffect, notify: NotifyEffect | undefined): Effect.Effect<Next> =>
-    perform(m, effect, notify).pipe(
-      Effect.catchTags({
-        VerifierStoreError: (e) => Effect.as(Effect.logWarning(`database: ${e.message}; reading the agent again shortly`), "store" as const),
-        AgentConfigUnusable: (e) => Effect.as(Effect.logWarning(`configuration not honoured: ${e.message}`), { _tag: "Crashed", message: e.message } satisfies LoopEvent)
-      }),
-      Effect.catchAllDefect((defect) => {
-        const crashed: LoopEvent = { _tag: "Crashed", message: defect instanceof Error ? defect.message : String(defect) }
-        return Effect.as(Effect.logError("cycle crashed", defect), crashed)
-      })
-    )
+    perform(m, effect, notify).pipe(Effect.catchTags(onStepError), Effect.catchAllDefect(onDefect))
 
   const run = (agentId: string) =>
     Effect.gen(function*() {
