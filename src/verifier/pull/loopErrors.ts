@@ -6,7 +6,7 @@
  */
 import { Data } from "effect"
 import type { AgentConfigUnusable } from "../../attestation/AgentConfigUnusable.js"
-import type { VerifierStoreError } from "../errors.js"
+import type { VerifierStoreError } from "../domain/errors.js"
 
 /** What one effect of the loop (a write, a quote round, a deletion) fails with. */
 export type LoopStepError = VerifierStoreError | AgentConfigUnusable

@@ -4,12 +4,12 @@
  * The quote round (quoteRound.ts) and the writes (loopWrites.ts) read and update it.
  */
 import { Either } from "effect"
-import type { AgentTarget } from "../AgentClient.js"
-import { decodeEvaluationState, type EvaluationState, initialEvaluationState } from "../evaluate/state.js"
-import type { Evaluation } from "../evaluate/types.js"
-import { type LoopState, loopStateOf } from "../machine.js"
-import type { AgentView } from "../repo/rows.js"
-import type { CompiledAgent } from "../loop/agentPolicy.js"
+import type { AgentTarget } from "./AgentClient.js"
+import { decodeEvaluationState, type EvaluationState, initialEvaluationState } from "../../attestation/evaluate/state.js"
+import type { Evaluation } from "../../attestation/evaluate/types.js"
+import { type LoopState, loopStateOf } from "./machine.js"
+import type { AgentView } from "../domain/repo/rows.js"
+import type { CompiledAgent } from "./agentPolicy.js"
 
 export interface LoopMemory {
   readonly agentId: string

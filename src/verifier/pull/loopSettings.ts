@@ -5,9 +5,9 @@
 import { Effect, Either } from "effect"
 import type { CompileSettings } from "../../attestation/compileAgentPolicy.js"
 import type { VerifierOptions } from "../../config/sections.js"
-import { severityOf, severityPolicyFromOptions } from "../evaluate/severity.js"
-import type { MachineConfig } from "../machine.js"
-import { compileSettingsOf } from "../policy/storedPolicies.js"
+import { severityOf, severityPolicyFromOptions } from "../../attestation/evaluate/severity.js"
+import type { MachineConfig } from "./machine.js"
+import { compileSettingsOf } from "../domain/policy/storedPolicies.js"
 
 /** Used when an agent row has no `supported_version` (every attest and rust-keylime agent serves it). */
 export const DEFAULT_AGENT_API_VERSION = "2.2"
