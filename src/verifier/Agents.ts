@@ -267,7 +267,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
         yield* Effect.logInfo(`Agent ${agentId} reactivated (was ${stateName[before as OperationalState] ?? before})`)
       }
       const pushAgent = Option.isSome(yield* pushes.findPushAgent(agentId))
-      if (pull && !pushAgent && row.value.verifier_id === config.verifier_id) yield* poller.start(agentId)
+      // in cluster mode any runner starts any agent's loop (its entity's runner polls it)
+      if (pull && !pushAgent && (config.cluster || row.value.verifier_id === config.verifier_id)) yield* poller.start(agentId)
     })
 
     return { add, show, list, bulk, remove, stop, reactivate } as const

@@ -51,13 +51,35 @@ const RECONCILE_EVERY_MS = 15_000
 export const orphanAfterSeconds = (o: { readonly request_timeout: number; readonly quote_interval: number }) =>
   3 * o.request_timeout + o.quote_interval + 30
 
-export const pollerLayer: Layer.Layer<
-  PollerControl,
-  never,
-  VerifierConfig | SqlClient.SqlClient | AgentRepo | RuntimePolicyRepo | MbPolicyRepo | PushRepo | PolicyCache | AgentClient | Notifications
-> = Layer.scoped(
-  PollerControl,
-  Effect.gen(function*() {
+/** What one agent's loop needs from context (the poller's and the cluster entity's). */
+export type AgentLoopServices =
+  | VerifierConfig
+  | SqlClient.SqlClient
+  | AgentRepo
+  | RuntimePolicyRepo
+  | MbPolicyRepo
+  | PushRepo
+  | PolicyCache
+  | AgentClient
+  | Notifications
+
+export interface AgentLoopRunner {
+  /**
+   * Runs the agent's loop (loop/agentLoop.ts) until it ends; a defect restarts it after a pause.
+   * `verifierId` is whose agents it polls: this verifier's, or in cluster mode the agent's own.
+   */
+  readonly run: (agentId: string, verifierId?: string) => Effect.Effect<void>
+  /** Closes the agent's connections (its loop was cancelled from outside). */
+  readonly release: (agentId: string) => Effect.Effect<void>
+  /** Removes a TERMINATED agent and the policies only it used. */
+  readonly removeAgent: (agentId: string) => Effect.Effect<void, unknown>
+}
+
+/**
+ * One agent's loop as this process runs it: the seam between the loop and who decides which agents
+ * run here (the FiberMap below; in cluster mode the agent's entity, pull/cluster/PullAgentEntity.ts).
+ */
+export const makeAgentLoopRunner: Effect.Effect<AgentLoopRunner, never, AgentLoopServices> = Effect.gen(function*() {
     const config = yield* VerifierConfig
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
@@ -92,36 +114,49 @@ export const pollerLayer: Layer.Layer<
       storeRetrySeconds: Math.max(1, config.retry_interval)
     }
 
-    const loops = yield* FiberMap.make<string>()
-
     // without an OTLP exporter nobody reads the loop's spans: not making them is about a third of
     // the CPU of a quote request (issue 13: no exporter, no cost)
     const traced = config.otlp_endpoint.trim() !== ""
 
-    const supervised = (agentId: string): Effect.Effect<void> =>
-      runAgentLoop(deps, agentId).pipe(
+    const supervised = (agentId: string, verifierId: string): Effect.Effect<void> =>
+      runAgentLoop(verifierId === deps.verifierId ? deps : { ...deps, verifierId }, agentId).pipe(
         Effect.withTracerEnabled(traced),
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause as Cause.Cause<never>)
             : Effect.logError("agent loop died; restarting it", cause).pipe(
               Effect.zipRight(Effect.sleep(RESTART_AFTER_MS)),
-              Effect.zipRight(Effect.suspend(() => supervised(agentId)))
+              Effect.zipRight(Effect.suspend(() => supervised(agentId, verifierId)))
             )
         ),
         Effect.annotateLogs("agent_id", agentId)
       )
 
+    return {
+      run: (agentId, verifierId = config.verifier_id) => supervised(agentId, verifierId),
+      release: deps.client.release,
+      removeAgent: deps.removeAgent
+    }
+  })
+
+export const pollerLayer: Layer.Layer<PollerControl, never, AgentLoopServices> = Layer.scoped(
+  PollerControl,
+  Effect.gen(function*() {
+    const config = yield* VerifierConfig
+    const agents = yield* AgentRepo
+    const runner = yield* makeAgentLoopRunner
+    const loops = yield* FiberMap.make<string>()
+
     const control = PollerControl.of({
-      start: (agentId) => FiberMap.run(loops, agentId, supervised(agentId)).pipe(Effect.asVoid),
-      stop: (agentId) => Effect.zipRight(FiberMap.remove(loops, agentId), deps.client.release(agentId)),
+      start: (agentId) => FiberMap.run(loops, agentId, runner.run(agentId)).pipe(Effect.asVoid),
+      stop: (agentId) => Effect.zipRight(FiberMap.remove(loops, agentId), runner.release(agentId)),
       isOwned: (agentId) => FiberMap.has(loops, agentId)
     })
 
     // resume: this verifier's active agents, each from its row; finish the deletions accepted earlier
     const resume = Effect.gen(function*() {
       for (const agentId of yield* agents.terminatedOf(config.verifier_id)) {
-        yield* deps.removeAgent(agentId)
+        yield* runner.removeAgent(agentId)
         yield* Effect.logInfo(`agent ${agentId} deleted (TERMINATED before the restart)`)
       }
       const active = yield* agents.activeOf(config.verifier_id)
@@ -147,12 +182,15 @@ export const pollerLayer: Layer.Layer<
 
 const repositories = Layer.mergeAll(AgentRepo.Default, RuntimePolicyRepo.Default, MbPolicyRepo.Default, PushRepo.Default, NotificationOutbox.Default, PolicyCache.Default)
 
-/** The poller over the given AgentClient (tests decorate the live one to see what is asked). */
-export const pollerWithClient = <R>(client: Layer.Layer<AgentClient, never, R>) =>
-  pollerLayer.pipe(
+/** A PollerControl over the loop's services: the notifiers over the given AgentClient, the repositories. */
+export const withLoopServices = <E, RC, R>(control: Layer.Layer<PollerControl, E, AgentLoopServices | RC>, client: Layer.Layer<AgentClient, never, R>) =>
+  control.pipe(
     Layer.provide(NotifiersLive.pipe(Layer.provideMerge(client))),
     Layer.provide(repositories)
   )
+
+/** The poller over the given AgentClient (tests decorate the live one to see what is asked). */
+export const pollerWithClient = <R>(client: Layer.Layer<AgentClient, never, R>) => withLoopServices(pollerLayer, client)
 
 /** The poller with everything it needs but the config, the database and the client TLS identity. */
 export const PollerLive: Layer.Layer<PollerControl, never, VerifierConfig | SqlClient.SqlClient | VerifierClientTls> = pollerWithClient(AgentClientLive)

@@ -16,7 +16,10 @@ import { type VerifierOptions, verifierSection } from "../config/sections.js"
 import { listenerTimeoutsLayer } from "../http/timeouts.js"
 import { EarIssuer } from "./earIssuer.js"
 import { VerifierClientTls } from "./ClientTls.js"
-import { PollerLive } from "./Poller.js"
+import { FreshnessGaugeLive } from "./freshnessGauge.js"
+import { AgentClientLive } from "./AgentClient.js"
+import { PollerLive, withLoopServices } from "./Poller.js"
+import { clusterPollerLayer } from "./pull/cluster/ClusterPoller.js"
 import { PollerControl } from "./PollerControl.js"
 import { PolicyCache } from "./policy/PolicyCache.js"
 import { AgentRepo } from "./repo/AgentRepo.js"
@@ -63,9 +66,15 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics", "verifier")),
+    Layer.merge(FreshnessGaugeLive.pipe(Layer.provide(base))),
     Layer.provide(listenerTimeoutsLayer(c))
   )
 }
 
-/** The pull loop of a verifier process from its section: PollerLive with the client identity it presents to agents. */
-export const pollerFromConfig = (c: VerifierOptions) => PollerLive.pipe(Layer.provide(VerifierClientTls.fromSection(c)))
+/**
+ * The pull loop of a verifier process from its section, with the client identity it presents to
+ * agents: PollerLive, or with `cluster = true` this runner's share of the cluster's agents
+ * (pull/cluster/ClusterPoller.ts; refused on SQLite).
+ */
+export const pollerFromConfig = (c: VerifierOptions) =>
+  (c.cluster ? withLoopServices(clusterPollerLayer(c), AgentClientLive) : PollerLive).pipe(Layer.provide(VerifierClientTls.fromSection(c)))
