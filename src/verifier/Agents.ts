@@ -208,7 +208,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
       const agent = row.value
-      if (agent.verifier_id !== config.verifier_id) {
+      // in cluster mode every runner may delete any agent (verifier_id names it, it does not own it)
+      if (!config.cluster && agent.verifier_id !== config.verifier_id) {
         return yield* new AgentOfOtherVerifier({ agentId, verifierId: agent.verifier_id })
       }
       const state = agent.operational_state

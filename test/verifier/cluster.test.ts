@@ -37,66 +37,77 @@ const pgOk = await needsPostgres()
 const sleep = (ms: number) => Effect.promise(() => new Promise((r) => setTimeout(r, ms)))
 const fetchText = (url: string) => Effect.promise(() => fetch(url).then((r) => r.text()))
 
+/** A fresh PostgreSQL database, a CA, and `attest verifier` runners in cluster mode on them (verifier_id: the runner's name). */
+const clusterOn = Effect.gen(function*() {
+  const dir = yield* tempDir("attest-cluster-")
+  const ca = yield* makeTestCa(join(dir, "cv_ca"))
+  const db = yield* testDatabase("pg")
+  const admin = verifierAdmin(ca)
+  const startRunner = (name: string) =>
+    Effect.gen(function*() {
+      const [runnerPort, metricsPort] = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
+      const config = writeVerifierConfig(dir, {
+        caDir: ca.dir,
+        db,
+        port: 0,
+        metricsPort,
+        quoteInterval: QUOTE_INTERVAL,
+        name,
+        extra: [
+          `verifier_id = "${name}"`,
+          "request_timeout = 5",
+          "cluster = true",
+          `cluster_runner_port = ${runnerPort}`,
+          "cluster_shards = 60",
+          "cluster_health_check_interval = 1",
+          "cluster_lock_refresh_interval = 1",
+          "cluster_lock_expiration = 4"
+        ]
+      })
+      const run = startAttest(["verifier", "--config", config])
+      yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
+      const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
+      const metrics = `http://127.0.0.1:${metricsPort}/metrics`
+      return { name, run, url: LISTENING.exec(line.text)![1]!, metrics }
+    })
+  /** Simulated pull agents with ECC AKs, each recording the IMA offsets it is asked for. */
+  const agentsNamed = (ids: ReadonlyArray<string>) =>
+    Effect.forEach(ids, (id) =>
+      Effect.gen(function*() {
+        const recorded = recordedAgent(id, join(dir, id), ca.caPem, { ak: ECC_AK })
+        const ctx = yield* Layer.build(recorded.layer)
+        return { id, asked: recorded.asked, agent: Context.get(ctx, RunningAgent), machine: Context.get(ctx, SimulatedMachine) }
+      }))
+  const add = (url: string, a: { readonly id: string; readonly agent: RunningAgent["Type"] }) =>
+    Effect.gen(function*() {
+      const body = {
+        ...agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }),
+        runtime_policy: machinePolicyBase64(tools),
+        accept_tpm_encryption_algs: ["ecc", "rsa"]
+      }
+      const added = yield* admin(url, "POST", `/v2.6/agents/${a.id}`, body)
+      expect({ agent: a.id, status: added.status }).toEqual({ agent: a.id, status: 200 })
+    })
+  const status = (url: string, id: string) => agentStatus(admin, url, id)
+  return { admin, startRunner, agentsNamed, add, status }
+})
+
+const pullAttestations = (r: { readonly metrics: string }) =>
+  Effect.map(fetchText(r.metrics), (text) => {
+    const parsed = parseExposition(text)
+    return (valueOf(parsed, "attest_attestations_total", { model: "pull", result: "valid" }) ?? 0) +
+      (valueOf(parsed, "attest_attestations_total", { model: "pull", result: "invalid" }) ?? 0)
+  })
+
 describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", () => {
   it.live("every agent is polled by one runner; after kill -9 of one the survivor attests all within quote_interval * 5", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("attest-cluster-")
-      const ca = yield* makeTestCa(join(dir, "cv_ca"))
-      const db = yield* testDatabase("pg")
-      const admin = verifierAdmin(ca)
-
-      const startRunner = (name: string) =>
-        Effect.gen(function*() {
-          const [runnerPort, metricsPort] = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
-          const config = writeVerifierConfig(dir, {
-            caDir: ca.dir,
-            db,
-            port: 0,
-            metricsPort,
-            quoteInterval: QUOTE_INTERVAL,
-            name,
-            extra: [
-              "request_timeout = 5",
-              "cluster = true",
-              `cluster_runner_port = ${runnerPort}`,
-              "cluster_shards = 60",
-              "cluster_health_check_interval = 1",
-              "cluster_lock_refresh_interval = 1",
-              "cluster_lock_expiration = 4"
-            ]
-          })
-          const run = startAttest(["verifier", "--config", config])
-          yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
-          const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
-          const metrics = `http://127.0.0.1:${metricsPort}/metrics`
-          return { name, run, url: LISTENING.exec(line.text)![1]!, metrics }
-        })
-      const pullAttestations = (r: { readonly metrics: string }) =>
-        Effect.map(fetchText(r.metrics), (text) => {
-          const parsed = parseExposition(text)
-          return (valueOf(parsed, "attest_attestations_total", { model: "pull", result: "valid" }) ?? 0) +
-            (valueOf(parsed, "attest_attestations_total", { model: "pull", result: "invalid" }) ?? 0)
-        })
-
-      const fleet = yield* Effect.forEach(Array.from({ length: FLEET }, (_, i) => `cluster-agent-${String(i).padStart(2, "0")}`), (id) =>
-        Effect.gen(function*() {
-          const recorded = recordedAgent(id, join(dir, id), ca.caPem, { ak: ECC_AK })
-          const ctx = yield* Layer.build(recorded.layer)
-          return { id, asked: recorded.asked, agent: Context.get(ctx, RunningAgent), machine: Context.get(ctx, SimulatedMachine) }
-        }))
-
-      const [one, two] = yield* Effect.all([startRunner("r1"), startRunner("r2")], { concurrency: 2 })
-      // added through either runner: each agent's loop runs wherever its shard is
-      for (const [i, a] of fleet.entries()) {
-        const body = {
-          ...agentBody({ port: a.agent.port, akPublic: a.agent.akPublic, serverCert: a.agent.serverCert }, { v: false }),
-          runtime_policy: machinePolicyBase64(tools),
-          accept_tpm_encryption_algs: ["ecc", "rsa"]
-        }
-        const added = yield* admin(i % 2 === 0 ? one.url : two.url, "POST", `/v2.6/agents/${a.id}`, body)
-        expect({ agent: a.id, status: added.status }).toEqual({ agent: a.id, status: 200 })
-      }
-      const status = (url: string, id: string) => agentStatus(admin, url, id)
+      const c = yield* clusterOn
+      const fleet = yield* c.agentsNamed(Array.from({ length: FLEET }, (_, i) => `cluster-agent-${String(i).padStart(2, "0")}`))
+      const [one, two] = yield* Effect.all([c.startRunner("r1"), c.startRunner("r2")], { concurrency: 2 })
+      // added through either runner (and so with either verifier_id): each agent's loop runs wherever its shard is
+      for (const [i, a] of fleet.entries()) yield* c.add(i % 2 === 0 ? one.url : two.url, a)
+      const status = c.status
       for (const a of fleet) yield* waitFor(`${a.id} attested twice`, status(two.url, a.id), (s) => s.attestation_count >= 2, 240_000)
 
       // a window of steady polling: one loop per agent asks once per interval (plus one in flight)
@@ -155,6 +166,41 @@ describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", (
         expect({ agent: a.id, doubled: total > a.asked.length }).toEqual({ agent: a.id, doubled: false })
       }
     }).pipe(Effect.scoped), 900_000)
+
+  it.live("stop, reactivate and delete work through either runner, whatever the agent's verifier_id", () =>
+    Effect.gen(function*() {
+      const c = yield* clusterOn
+      const [a, b] = yield* c.agentsNamed(["cluster-admin-a", "cluster-admin-b"])
+      const [one, two] = yield* Effect.all([c.startRunner("r1"), c.startRunner("r2")], { concurrency: 2 })
+      yield* c.add(one.url, a!)
+      yield* c.add(one.url, b!)
+      for (const x of [a!, b!]) yield* waitFor(`${x.id} attested`, c.status(two.url, x.id), (s) => s.attestation_count >= 1, 240_000)
+      const shown = JSON.parse((yield* c.admin(two.url, "GET", `/v2.6/agents/${a!.id}`)).body).results as { verifier_id: string }
+      expect(shown.verifier_id).toEqual("r1")
+
+      // stop through r2: polling ends wherever the loop ran (one quote may be in flight)
+      expect((yield* c.admin(two.url, "PUT", `/v2.6/agents/${a!.id}/stop`)).status).toEqual(200)
+      yield* sleep(QUOTE_INTERVAL * 1000)
+      const askedStopped = a!.asked.length
+      yield* sleep(3 * QUOTE_INTERVAL * 1000)
+      expect({ quotesAfterStop: a!.asked.length - askedStopped <= 1 }).toEqual({ quotesAfterStop: true })
+      expect((yield* c.status(one.url, a!.id)).operational_state).toEqual(10)
+
+      // reactivate through r2: polled and attested again
+      const counted = (yield* c.status(one.url, a!.id)).attestation_count
+      expect((yield* c.admin(two.url, "PUT", `/v2.6/agents/${a!.id}/reactivate`)).status).toEqual(200)
+      const again = yield* waitFor("attested after reactivate", c.status(one.url, a!.id), (s) => s.attestation_count > counted, 120_000)
+      expect(again.operational_state).toEqual(3)
+
+      // delete through r2: at once when r2 runs its loop, else TERMINATED and the loop's runner deletes it
+      const deleted = yield* c.admin(two.url, "DELETE", `/v2.6/agents/${b!.id}`)
+      expect([200, 202]).toContain(deleted.status)
+      yield* waitFor("the agent gone", Effect.map(c.admin(one.url, "GET", `/v2.6/agents/${b!.id}`), (r) => r.status), (code) => code === 404, 120_000)
+      yield* sleep(QUOTE_INTERVAL * 1000)
+      const askedGone = b!.asked.length
+      yield* sleep(3 * QUOTE_INTERVAL * 1000)
+      expect({ quotesAfterDelete: b!.asked.length - askedGone }).toEqual({ quotesAfterDelete: 0 })
+    }).pipe(Effect.scoped), 600_000)
 
   it.live("single-process mode on PostgreSQL creates no cluster table", () =>
     Effect.gen(function*() {
