@@ -366,18 +366,18 @@ in
     };
     cluster_health_check_interval = lib.mkOption {
       type = t.numbers.nonnegative;
-      default = 3;
+      default = 2;
       description = "cluster mode: seconds between checks that the other runners answer; a runner that does not is declared dead and its agents move (most of the failover time; keep it well under quote_interval * 5)";
     };
     cluster_lock_refresh_interval = lib.mkOption {
       type = t.numbers.nonnegative;
-      default = 10;
-      description = "cluster mode: seconds between renewals of this runner's shard locks in the database";
+      default = 2;
+      description = "cluster mode: seconds between renewals of this runner's shard locks and heartbeat in the database (at most a third of cluster_lock_expiration is used)";
     };
     cluster_lock_expiration = lib.mkOption {
       type = t.numbers.nonnegative;
-      default = 35;
-      description = "cluster mode: seconds after which the shard locks of a runner that stopped renewing them are free to take (a killed runner's connection ends sooner and frees them at once)";
+      default = 6;
+      description = "cluster mode: seconds after which a runner that stopped renewing its heartbeat counts as gone and its shards move (a runner that stalls longer than this loses its agents for a while: their owner epoch keeps its late writes out)";
     };
   };
   registrar = {
