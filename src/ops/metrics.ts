@@ -21,7 +21,7 @@
  *   // wherever operational_state is written (AgentRepo.setState/recordVerdict callers), and on delete:
  *   yield* setAgentState(agentId, newState)        // OperationalState number
  *   yield* forgetAgent(agentId)                    // agent deleted: its series are retired
- *   // the fleet's oldest verified quote, read from the database periodically (verifier/freshnessGauge.ts)
+ *   // the fleet's oldest verified quote, read from the database periodically (verifier/domain/freshnessGauge.ts)
  *   yield* setOldestVerifiedQuote(epochSeconds)    // undefined: no active pull agent
  *   // the evaluator's stages (quote, pcrs, ima, boot): every caller of evaluateEvidence runs it
  *   // through src/ops/stages.ts `evaluateTimed`, which fills attest_check_duration_seconds{check}
@@ -297,7 +297,7 @@ onScrape((nowMillis) => {
 let oldestVerified: number | undefined
 let oldestVerifiedKnown = false
 
-/** The fleet's oldest verified quote as just read (src/verifier/freshnessGauge.ts); the gauge is its age at scrape time. */
+/** The fleet's oldest verified quote as just read (src/verifier/domain/freshnessGauge.ts); the gauge is its age at scrape time. */
 export const setOldestVerifiedQuote = (epochSeconds: number | undefined): Effect.Effect<void> =>
   Effect.sync(() => {
     oldestVerified = epochSeconds

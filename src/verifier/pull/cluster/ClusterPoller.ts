@@ -16,7 +16,7 @@ import type { VerifierOptions } from "../../../config/sections.js"
 import { makeAgentLoopRunner } from "../../Poller.js"
 import { PollerControl } from "../../PollerControl.js"
 import { AgentRepo } from "../../repo/AgentRepo.js"
-import { FleetRepo } from "../../repo/FleetRepo.js"
+import { FleetRepo } from "../../domain/repo/FleetRepo.js"
 import { ClusterLoops, PullAgent, PullAgentLive } from "./PullAgentEntity.js"
 import { runnerLayer } from "./runner.js"
 

@@ -6,7 +6,7 @@
  * last value (the gauge grows, as it should when nothing is known to be fresh).
  */
 import { Effect, Layer, Option, Schedule } from "effect"
-import { setOldestVerifiedQuote } from "../ops/metrics.js"
+import { setOldestVerifiedQuote } from "../../ops/metrics.js"
 import { FleetRepo } from "./repo/FleetRepo.js"
 
 /** Often enough for an alert on a few quote intervals; one indexed aggregate per read. */

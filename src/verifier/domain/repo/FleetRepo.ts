@@ -1,13 +1,13 @@
 /**
  * Questions about the whole pull fleet, whatever `verifier_id` each agent carries: which agents must
  * have a live loop somewhere (cluster mode's reconciler, pull/cluster/Reconciler.ts), and how old
- * the oldest verified quote among the active ones is (the freshness gauge, ops: freshnessGauge.ts).
+ * the oldest verified quote among the active ones is (the freshness gauge, domain/freshnessGauge.ts).
  * Push agents (a push_agents row) are never polled and are left out of both.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { storeError } from "../errors.js"
-import { ACTIVE_STATES, OperationalState } from "../states.js"
+import { storeError } from "../../errors.js"
+import { ACTIVE_STATES, OperationalState } from "../../states.js"
 
 export class FleetRepo extends Effect.Service<FleetRepo>()("attest/verifier/FleetRepo", {
   effect: Effect.gen(function*() {
