@@ -366,7 +366,7 @@ in
     };
     cluster_health_check_interval = lib.mkOption {
       type = t.numbers.nonnegative;
-      default = 2;
+      default = 1;
       description = "cluster mode: seconds between checks that the other runners answer; a runner that does not is declared dead and its agents move (most of the failover time; keep it well under quote_interval * 5)";
     };
     cluster_lock_refresh_interval = lib.mkOption {

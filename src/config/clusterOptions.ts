@@ -17,7 +17,7 @@ import { boolean, integer, port, seconds, string } from "./option.js"
 export const CLUSTER_DEFAULTS = {
   cluster_runner_port: 34431,
   cluster_shards: 300,
-  cluster_health_check_interval: 2,
+  cluster_health_check_interval: 1,
   cluster_lock_refresh_interval: 2,
   cluster_lock_expiration: 6
 } as const

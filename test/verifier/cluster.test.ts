@@ -2,7 +2,8 @@
  * Cluster mode (issue 24) with real processes on real PostgreSQL: two `attest verifier` runners
  * (`cluster = true`, the bundle) on one fresh database share a fleet of simulated pull agents (ECC
  * AKs, in this test process, each recording the IMA offsets it is asked for), quote_interval 2 s.
- * Every agent is polled by one runner (quotes per agent in a window are those of one loop; both
+ * Every agent is polled by one runner (quotes per agent in a window are those of one loop, never two
+ * within most of a quote interval of each other; both
  * runners attest some; no runner counts more attestations than the fleet served quotes); after
  * kill -9 of one runner every agent is quoted again within quote_interval * 5, from the IMA offset
  * reached before, and attested by the survivor; the fleet-wide freshness gauge is served. Also:
@@ -92,6 +93,10 @@ const clusterOn = Effect.gen(function*() {
   return { admin, startRunner, agentsNamed, add, status }
 })
 
+/** The shortest time between two consecutive quotes asked (ms; Infinity for fewer than two). */
+const closest = (asked: ReadonlyArray<{ readonly at: number }>) =>
+  asked.slice(1).reduce((min, q, i) => Math.min(min, q.at - asked[i]!.at), Number.POSITIVE_INFINITY)
+
 const pullAttestations = (r: { readonly metrics: string }) =>
   Effect.map(fetchText(r.metrics), (text) => {
     const parsed = parseExposition(text)
@@ -120,6 +125,9 @@ describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", (
       for (const [i, a] of fleet.entries()) {
         expect({ agent: a.id, quotesInWindow: quotes[i]! <= windowS / QUOTE_INTERVAL + 2 }).toEqual({ agent: a.id, quotesInWindow: true })
         expect({ agent: a.id, polled: quotes[i]! > 0 }).toEqual({ agent: a.id, polled: true })
+        // one loop waits quote_interval after each verdict: two loops would ask at any moment in between
+        expect({ agent: a.id, closestQuotesMs: closest(a.asked.slice(askedBefore[i]!)) >= QUOTE_INTERVAL * 1000 * 0.75 })
+          .toEqual({ agent: a.id, closestQuotesMs: true })
       }
       // both runners poll a share of the fleet, and together count no more than the fleet answered
       expect({ perRunner: counted, bothAttest: counted.every((n) => n > 0) }).toEqual({ perRunner: counted, bothAttest: true })
@@ -162,6 +170,8 @@ describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", (
       for (const [i, a] of fleet.entries()) {
         const n = a.asked.length - askedNow[i]!
         expect({ agent: a.id, quotesInWindow: n > 0 && n <= windowS / QUOTE_INTERVAL + 2 }).toEqual({ agent: a.id, quotesInWindow: true })
+        expect({ agent: a.id, closestQuotesMs: closest(a.asked.slice(askedNow[i]!)) >= QUOTE_INTERVAL * 1000 * 0.75 })
+          .toEqual({ agent: a.id, closestQuotesMs: true })
         const total = (yield* status(survivor.url, a.id)).attestation_count
         expect({ agent: a.id, doubled: total > a.asked.length }).toEqual({ agent: a.id, doubled: false })
       }

@@ -16,7 +16,7 @@
  */
 import { ClusterSchema, Entity, type Sharding } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Cause, Context, Effect, Exit, FiberHandle, Option } from "effect"
+import { Cause, Context, Effect, Exit, FiberHandle, Option, Schedule } from "effect"
 import type { AgentLoopRunner } from "../../Poller.js"
 import type { AgentRepo } from "../../repo/AgentRepo.js"
 
@@ -38,6 +38,8 @@ export class ClusterLoops extends Context.Tag("attest/verifier/pull/cluster/Clus
 
 /** An entity with no message for this long, and no loop keeping it alive, is stopped. */
 const MAX_IDLE = "1 minute"
+/** Between reads of the agent's row when the database did not answer. */
+const READ_RETRY = "2 seconds"
 
 export const PullAgentLive = PullAgent.toLayer(
   Effect.gen(function*() {
@@ -50,9 +52,10 @@ export const PullAgentLive = PullAgent.toLayer(
     const loop = yield* FiberHandle.make<void, never>()
     yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(agentId)))
 
-    // the agent's own verifier_id: in cluster mode any runner polls any agent
+    // the agent's own verifier_id: in cluster mode any runner polls any agent. A database that
+    // does not answer is waited out, as the loop itself does
     const runOnce = Effect.gen(function*() {
-      const row = yield* Effect.orElseSucceed(agents.find(agentId), () => Option.none())
+      const row = yield* Effect.retry(agents.find(agentId), Schedule.spaced(READ_RETRY))
       if (Option.isNone(row)) return
       yield* runner.run(agentId, row.value.verifier_id)
     })
