@@ -38,6 +38,19 @@ const pgOk = await needsPostgres()
 const sleep = (ms: number) => Effect.promise(() => new Promise((r) => setTimeout(r, ms)))
 const fetchText = (url: string) => Effect.promise(() => fetch(url).then((r) => r.text()))
 
+/** Ports handed out in this file so far: two runners starting at once never get the same one. */
+const handedOut = new Set<number>()
+const freshPorts = async (n: number) => {
+  const ports: Array<number> = []
+  while (ports.length < n) {
+    const port = await freePort()
+    if (handedOut.has(port)) continue
+    handedOut.add(port)
+    ports.push(port)
+  }
+  return ports
+}
+
 /** A fresh PostgreSQL database, a CA, and `attest verifier` runners in cluster mode on them (verifier_id: the runner's name). */
 const clusterOn = Effect.gen(function*() {
   const dir = yield* tempDir("attest-cluster-")
@@ -46,7 +59,7 @@ const clusterOn = Effect.gen(function*() {
   const admin = verifierAdmin(ca)
   const startRunner = (name: string) =>
     Effect.gen(function*() {
-      const [runnerPort, metricsPort] = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
+      const [runnerPort, metricsPort] = yield* Effect.promise(() => freshPorts(2))
       const config = writeVerifierConfig(dir, {
         caDir: ca.dir,
         db,

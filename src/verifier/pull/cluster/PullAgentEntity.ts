@@ -55,7 +55,8 @@ export const PullAgentLive = PullAgent.toLayer(
     // the agent's own verifier_id: in cluster mode any runner polls any agent. A database that
     // does not answer is waited out, as the loop itself does
     const runOnce = Effect.gen(function*() {
-      const row = yield* Effect.retry(agents.find(agentId), Schedule.spaced(READ_RETRY))
+      // retried for as long as it fails (orDie only closes the type: it never gives up)
+      const row = yield* agents.find(agentId).pipe(Effect.retry(Schedule.spaced(READ_RETRY)), Effect.orDie)
       if (Option.isNone(row)) return
       yield* runner.run(agentId, row.value.verifier_id)
     })
