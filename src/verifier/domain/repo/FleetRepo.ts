@@ -6,8 +6,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { storeError } from "../../errors.js"
-import { ACTIVE_STATES, OperationalState } from "../../states.js"
+import { storeError } from "../errors.js"
+import { ACTIVE_STATES, OperationalState } from "../../../attestation/states.js"
 
 export class FleetRepo extends Effect.Service<FleetRepo>()("attest/verifier/FleetRepo", {
   effect: Effect.gen(function*() {

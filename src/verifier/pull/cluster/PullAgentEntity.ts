@@ -17,8 +17,8 @@
 import { ClusterSchema, Entity, type Sharding } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { Cause, Context, Effect, Exit, FiberHandle, Option, Schedule } from "effect"
-import type { AgentLoopRunner } from "../../Poller.js"
-import type { AgentRepo } from "../../repo/AgentRepo.js"
+import type { AgentLoopRunner } from "../Poller.js"
+import type { AgentRepo } from "../../domain/repo/AgentRepo.js"
 
 export const PullAgent = Entity.make("PullAgent", [
   Rpc.make("Ensure"),

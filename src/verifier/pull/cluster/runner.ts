@@ -12,7 +12,7 @@ import { RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
 import type { SocketServer } from "@effect/platform"
 import { Duration, Layer, Option, Schema } from "effect"
-import { chooseBackend } from "../../../../layers/Sql.js"
+import { chooseBackend } from "../../../db/Sql.js"
 import type { VerifierOptions } from "../../../config/sections.js"
 
 /** `cluster = true` with a database several processes cannot share. */
