@@ -11,7 +11,7 @@ import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/No
 import { RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
 import type { SocketServer } from "@effect/platform"
-import { Duration, Layer, Option, Schema } from "effect"
+import { Duration, Layer, Option, Schedule, Schema } from "effect"
 import { chooseBackend } from "../../../db/Sql.js"
 import type { VerifierOptions } from "../../../config/sections.js"
 
@@ -43,6 +43,13 @@ export const clusterRefusal = (c: VerifierOptions): ClusterModeRefused | undefin
   })
 }
 
+/**
+ * The engine makes its tables at start with no lock: two runners starting at once can collide on
+ * CREATE TABLE IF NOT EXISTS (PostgreSQL's catalogue says duplicate key). The loser tries again.
+ */
+const createdOnce = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
+  storage.pipe(Layer.retry(Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(5)))))
+
 /** Sharding (and Runners, MessageStorage) for this runner over the SqlClient in context. */
 export const runnerLayer = (
   c: VerifierOptions
@@ -53,8 +60,8 @@ export const runnerLayer = (
   return SocketRunner.layer.pipe(
     Layer.provide([layerSocketServer, layerClientProtocol]),
     Layer.provide(health),
-    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provideMerge(Layer.orDie(createdOnce(SqlMessageStorage.layer))),
+    Layer.provide(Layer.orDie(createdOnce(SqlRunnerStorage.layer))),
     Layer.provide(ShardingConfig.layer(shardingConfigOf(c))),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
