@@ -10,12 +10,11 @@ import { type MessageStorage, RunnerAddress, RunnerHealth, Runners, type Shardin
 import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/NodeClusterSocket"
 import { RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
-import type { SocketServer } from "@effect/platform"
 import { Duration, Layer, Option, Schedule, Schema } from "effect"
 import { chooseBackend } from "../../../db/Sql.js"
 import type { VerifierOptions } from "../../../config/sections.js"
 
-/** `cluster = true` with a database several processes cannot share. */
+/** `cluster = true` with a database several processes cannot share, or a runner port that cannot be listened on. */
 export class ClusterModeRefused extends Schema.TaggedError<ClusterModeRefused>()("ClusterModeRefused", {
   message: Schema.String
 }) {}
@@ -53,12 +52,22 @@ const createdOnce = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
 /** Sharding (and Runners, MessageStorage) for this runner over the SqlClient in context. */
 export const runnerLayer = (
   c: VerifierOptions
-): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterModeRefused | SocketServer.SocketServerError, SqlClient.SqlClient> => {
+): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterModeRefused, SqlClient.SqlClient> => {
   const refused = clusterRefusal(c)
   if (refused !== undefined) return Layer.fail(refused)
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
+  // the engine's error says only "Open": say which setting to change
+  const server = layerSocketServer.pipe(
+    Layer.mapError((e) =>
+      new ClusterModeRefused({
+        message: `[verifier] cluster_runner_port ${c.cluster_runner_port} on cluster_runner_host ${c.cluster_runner_host} cannot be listened on (${
+          String((e as { cause?: unknown }).cause ?? e.reason)
+        }); choose a free port for this runner`
+      })
+    )
+  )
   return SocketRunner.layer.pipe(
-    Layer.provide([layerSocketServer, layerClientProtocol]),
+    Layer.provide([server, layerClientProtocol]),
     Layer.provide(health),
     Layer.provideMerge(Layer.orDie(createdOnce(SqlMessageStorage.layer))),
     Layer.provide(Layer.orDie(createdOnce(SqlRunnerStorage.layer))),
