@@ -80,7 +80,10 @@ const clusterOn = Effect.gen(function*() {
       })
       const run = startAttest(["verifier", "--config", config])
       yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
-      const line = yield* Effect.promise(() => run.waitFor(LISTENING, 120_000))
+      // a runner that leaves at start: its last words reach us after its exit, so they are read a moment later
+      const line = yield* Effect.tryPromise(() => run.waitFor(LISTENING, 120_000)).pipe(
+        Effect.catchAll(() => Effect.zipRight(sleep(1000), Effect.dieMessage(`runner ${name} did not start:\n${run.output()}`)))
+      )
       const metrics = `http://127.0.0.1:${metricsPort}/metrics`
       return { name, run, url: LISTENING.exec(line.text)![1]!, metrics }
     })
