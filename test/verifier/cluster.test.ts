@@ -12,7 +12,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { join } from "node:path"
 import { RunningAgent } from "../../src/agent/Agent.js"
 import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
@@ -82,7 +82,9 @@ const clusterOn = Effect.gen(function*() {
       yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
       // a runner that leaves at start: its last words reach us after its exit, so they are read a moment later
       const line = yield* Effect.tryPromise(() => run.waitFor(LISTENING, 120_000)).pipe(
-        Effect.catchAll(() => Effect.zipRight(sleep(1000), Effect.dieMessage(`runner ${name} did not start:\n${run.output()}`)))
+        Effect.catchAll(() =>
+          Effect.zipRight(sleep(1000), Effect.dieMessage(`runner ${name} did not start (exit ${run.child.exitCode}, signal ${run.child.signalCode}):\n${run.output()}`))
+        )
       )
       const metrics = `http://127.0.0.1:${metricsPort}/metrics`
       return { name, run, url: LISTENING.exec(line.text)![1]!, metrics }
@@ -109,6 +111,14 @@ const clusterOn = Effect.gen(function*() {
   return { admin, startRunner, agentsNamed, add, status }
 })
 
+/**
+ * The two runners one after the other. Started at the same moment, one of them left at start now and
+ * then (about one run in four of this file, under load) with no word after its CRL line: not yet
+ * understood, so this file does not hide it behind a retry and does not depend on it either.
+ */
+const startBoth = (c: { readonly startRunner: (name: string) => Effect.Effect<{ readonly url: string; readonly metrics: string; readonly run: ReturnType<typeof startAttest> }, never, Scope.Scope> }) =>
+  Effect.all([c.startRunner("r1"), c.startRunner("r2")], { concurrency: 1 })
+
 /** The shortest time between two consecutive quotes asked (ms; Infinity for fewer than two). */
 const closest = (asked: ReadonlyArray<{ readonly at: number }>) =>
   asked.slice(1).reduce((min, q, i) => Math.min(min, q.at - asked[i]!.at), Number.POSITIVE_INFINITY)
@@ -125,7 +135,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", (
     Effect.gen(function*() {
       const c = yield* clusterOn
       const fleet = yield* c.agentsNamed(Array.from({ length: FLEET }, (_, i) => `cluster-agent-${String(i).padStart(2, "0")}`))
-      const [one, two] = yield* Effect.all([c.startRunner("r1"), c.startRunner("r2")], { concurrency: 2 })
+      const [one, two] = yield* startBoth(c)
       // added through either runner (and so with either verifier_id): each agent's loop runs wherever its shard is
       for (const [i, a] of fleet.entries()) yield* c.add(i % 2 === 0 ? one.url : two.url, a)
       const status = c.status
@@ -197,7 +207,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: two runners on one PostgreSQL", (
     Effect.gen(function*() {
       const c = yield* clusterOn
       const [a, b] = yield* c.agentsNamed(["cluster-admin-a", "cluster-admin-b"])
-      const [one, two] = yield* Effect.all([c.startRunner("r1"), c.startRunner("r2")], { concurrency: 2 })
+      const [one, two] = yield* startBoth(c)
       yield* c.add(one.url, a!)
       yield* c.add(one.url, b!)
       for (const x of [a!, b!]) yield* waitFor(`${x.id} attested`, c.status(two.url, x.id), (s) => s.attestation_count >= 1, 240_000)
