@@ -344,6 +344,41 @@ in
       default = 5;
       description = "seconds an idle keep-alive connection is kept open";
     };
+    cluster = lib.mkOption {
+      type = t.bool;
+      default = false;
+      description = "cluster mode: the pull agents are shared by every verifier runner on this database_url (PostgreSQL only; refused on SQLite), each agent polled by one runner, a dead runner's agents taken over by the others; verifier_id then names the agents for listing and no longer decides who polls them";
+    };
+    cluster_runner_host = lib.mkOption {
+      type = t.str;
+      default = "127.0.0.1";
+      description = "cluster mode: the address other runners reach this runner at (its runner port listens there)";
+    };
+    cluster_runner_port = lib.mkOption {
+      type = t.port;
+      default = 34431;
+      description = "cluster mode: TCP port of this runner's messages from other runners (not HTTPS: keep it on a private network)";
+    };
+    cluster_shards = lib.mkOption {
+      type = t.ints.positive;
+      default = 300;
+      description = "cluster mode: shards the agents are spread over (every runner of a cluster must use the same number; more shards than runners spread them evenly)";
+    };
+    cluster_health_check_interval = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 1;
+      description = "cluster mode: seconds between checks that the other runners answer; a runner that does not is declared dead and its agents move (most of the failover time; keep it well under quote_interval * 5)";
+    };
+    cluster_lock_refresh_interval = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 2;
+      description = "cluster mode: seconds between renewals of this runner's shard locks and heartbeat in the database (at most a third of cluster_lock_expiration is used)";
+    };
+    cluster_lock_expiration = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 6;
+      description = "cluster mode: seconds after which a runner that stopped renewing its heartbeat counts as gone and its shards move (a runner that stalls longer than this loses its agents for a while: their owner epoch keeps its late writes out)";
+    };
   };
   registrar = {
     ip = lib.mkOption {

@@ -3,6 +3,7 @@
  * Adding an option = one line here; decoding, `attest config show` and unknown-option errors
  * follow from the table.
  */
+import { clusterOptions } from "./clusterOptions.js"
 import { listenerTimeoutOptions } from "./listenerOptions.js"
 import { literalList } from "./literalList.js"
 import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
@@ -114,7 +115,9 @@ export const verifierSection = {
   // --- operations: logs, traces, metrics listener, EAR key (src/config/operationsOptions.ts) ---
   ...verifierOperationsOptions,
   // --- slow clients: TLS handshake, headers, request, keep-alive (src/config/listenerOptions.ts) ---
-  ...listenerTimeoutOptions
+  ...listenerTimeoutOptions,
+  // --- cluster mode: runners sharing the pull agents on one PostgreSQL (src/config/clusterOptions.ts) ---
+  ...clusterOptions
 } as const satisfies SectionSpec
 
 export const registrarSection = {

@@ -21,6 +21,8 @@
  *   // wherever operational_state is written (AgentRepo.setState/recordVerdict callers), and on delete:
  *   yield* setAgentState(agentId, newState)        // OperationalState number
  *   yield* forgetAgent(agentId)                    // agent deleted: its series are retired
+ *   // the fleet's oldest verified quote, read from the database periodically (verifier/domain/freshnessGauge.ts)
+ *   yield* setOldestVerifiedQuote(epochSeconds)    // undefined: no active pull agent
  *   // the evaluator's stages (quote, pcrs, ima, boot): every caller of evaluateEvidence runs it
  *   // through src/ops/stages.ts `evaluateTimed`, which fills attest_check_duration_seconds{check}
  *   yield* observeCheckDuration("ima", seconds)                  // when the duration is already known
@@ -140,6 +142,12 @@ export const Metrics = {
   ),
   agents: gauge("attest_agents", "Agents by operational state", ["state"], "verifier"),
   freshness: gauge("attest_agent_attestation_age_seconds", "Seconds since the agent's last successful attestation, as of the scrape", ["agent_id"], "verifier"),
+  oldestVerifiedQuote: gauge(
+    "attest_oldest_verified_quote_seconds",
+    "Seconds since the oldest last verified quote among active pull agents (one never verified counts from its creation), read from the database whichever process polls them; 0 without active pull agents",
+    [],
+    "verifier"
+  ),
   checkDuration: histogram(
     "attest_check_duration_seconds",
     "Time to check one attestation's stage, by check: quote (signature, nonce, clock, NK binding), pcrs (tpm_policy), ima (the IMA list), boot (the measured-boot log)",
@@ -306,6 +314,23 @@ export const observeFreshness = (agentId: string, lastSuccessEpochSeconds: numbe
 onScrape((nowMillis) => {
   const now = nowMillis / 1000
   for (const entry of lastSuccess.values()) entry.gauge.unsafeUpdate(Math.max(0, now - entry.at), NO_TAGS)
+})
+
+/** The oldest verified quote among active pull agents (epoch seconds; undefined: none), as last read from the database. */
+let oldestVerified: number | undefined
+let oldestVerifiedKnown = false
+
+/** The fleet's oldest verified quote as just read (src/verifier/domain/freshnessGauge.ts); the gauge is its age at scrape time. */
+export const setOldestVerifiedQuote = (epochSeconds: number | undefined): Effect.Effect<void> =>
+  Effect.sync(() => {
+    oldestVerified = epochSeconds
+    oldestVerifiedKnown = true
+  })
+
+onScrape((nowMillis) => {
+  // not exposed until a process reads it (the registrar's, or a verifier whose database never answered)
+  if (!oldestVerifiedKnown) return
+  Metrics.oldestVerifiedQuote.series().unsafeUpdate(oldestVerified === undefined ? 0 : Math.max(0, nowMillis / 1000 - oldestVerified), NO_TAGS)
 })
 
 /** The agent is gone: it leaves its state's count and its freshness series is retired (NaN, not exposed). */

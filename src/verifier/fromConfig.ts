@@ -15,8 +15,11 @@ import { sectionDefaults } from "../config/load.js"
 import { type VerifierOptions, verifierSection } from "../config/sections.js"
 import { listenerTimeoutsLayer } from "../http/timeouts.js"
 import { EarIssuer } from "./domain/earIssuer.js"
+import { FreshnessGaugeLive } from "./domain/freshnessGauge.js"
 import { VerifierClientTls } from "./pull/ClientTls.js"
-import { PollerLive } from "./pull/Poller.js"
+import { AgentClientLive } from "./pull/AgentClient.js"
+import { PollerLive, withLoopServices } from "./pull/Poller.js"
+import { clusterPollerLayer } from "./pull/cluster/ClusterPoller.js"
 import { PollerControl } from "./domain/PollerControl.js"
 import { PolicyCache } from "./domain/policy/PolicyCache.js"
 import { AgentRepo } from "./domain/repo/AgentRepo.js"
@@ -63,9 +66,15 @@ export const VerifierFromConfig = <E = never, R = never>(
     Layer.provide(ServerTlsWithAdmins("verifier", c)),
     Layer.provide(base),
     Layer.merge(MetricsServer.fromSection(c, "verifier-metrics", "verifier")),
+    Layer.merge(FreshnessGaugeLive.pipe(Layer.provide(base))),
     Layer.provide(listenerTimeoutsLayer(c))
   )
 }
 
-/** The pull loop of a verifier process from its section: PollerLive with the client identity it presents to agents. */
-export const pollerFromConfig = (c: VerifierOptions) => PollerLive.pipe(Layer.provide(VerifierClientTls.fromSection(c)))
+/**
+ * The pull loop of a verifier process from its section, with the client identity it presents to
+ * agents: PollerLive, or with `cluster = true` this runner's share of the cluster's agents
+ * (pull/cluster/ClusterPoller.ts; refused on SQLite).
+ */
+export const pollerFromConfig = (c: VerifierOptions) =>
+  (c.cluster ? withLoopServices(clusterPollerLayer(c), AgentClientLive) : PollerLive).pipe(Layer.provide(VerifierClientTls.fromSection(c)))

@@ -13,9 +13,10 @@ import { MeasurementSource } from "../../src/agent/measurements/MeasurementSourc
 import { layer as machineLayer } from "../../src/agent/measurements/SimulatedMachine.js"
 import { TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import type { DatabaseOptions } from "../../src/db/Sql.js"
+import type { AkOptions } from "../../src/tpm/Tpm.js"
 
 /** A simulated agent whose machine records (wall clock, entry) for every IMA list it is asked for. */
-export const recordedAgent = (agentId: string, dir: string, caPem: string) => {
+export const recordedAgent = (agentId: string, dir: string, caPem: string, options: { readonly ak?: AkOptions } = {}) => {
   const asked: Array<{ readonly at: number; readonly entry: number }> = []
   const recording = Layer.effect(
     MeasurementSource,
@@ -24,7 +25,15 @@ export const recordedAgent = (agentId: string, dir: string, caPem: string) => {
       imaList: (from: number) => Effect.suspend(() => (asked.push({ at: Date.now(), entry: from }), inner.imaList(from)))
     }))
   )
-  const layer = agentLayer({ agentId, dataDir: dir, host: "127.0.0.1", port: 0, trustedClientCa: caPem, payload: { dir: join(dir, "secure"), extractZip: true } }).pipe(
+  const layer = agentLayer({
+    agentId,
+    dataDir: dir,
+    host: "127.0.0.1",
+    port: 0,
+    trustedClientCa: caPem,
+    payload: { dir: join(dir, "secure"), extractZip: true },
+    ...(options.ak === undefined ? {} : { ak: options.ak })
+  }).pipe(
     Layer.provide(recording),
     Layer.provideMerge(machineLayer({ name: agentId })),
     Layer.provideMerge(TpmSimulator.layer({ seed: `kill-${agentId}` })),
@@ -64,6 +73,8 @@ export const writeVerifierConfig = (
     readonly quoteInterval: number
     readonly name?: string
     readonly extra?: ReadonlyArray<string>
+    /** The metrics listener's port; default 0 (off). */
+    readonly metricsPort?: number
   }
 ) => {
   const name = o.name ?? "attest"
@@ -75,7 +86,7 @@ export const writeVerifierConfig = (
     `ca_dir = "${o.caDir}"`,
     `data_dir = "${o.db.data_dir === "" ? join(dir, o.name === undefined ? "verifier" : name) : o.db.data_dir}"`,
     `database_url = "${o.db.database_url}"`,
-    "metrics_port = 0",
+    `metrics_port = ${o.metricsPort ?? 0}`,
     `quote_interval = ${o.quoteInterval}`,
     ...(o.extra?.some((l) => l.startsWith("enabled_revocation_notifications")) ? [] : ["enabled_revocation_notifications = []"]),
     ...(o.extra ?? []),

@@ -182,7 +182,7 @@ export class AgentAdmin extends Effect.Service<AgentAdmin>()("attest/verifier/Ag
 
       yield* Effect.logInfo(`Agent ${agentId} configuration changed (${Object.keys(attributes).join(", ") || "nothing"})`)
       // a loop polling it reads the new row from a fresh cycle
-      if (pull && Option.isNone(push) && before.verifier_id === config.verifier_id && ACTIVE_STATES.has(before.operational_state as OperationalState)) {
+      if (pull && Option.isNone(push) && (config.cluster || before.verifier_id === config.verifier_id) && ACTIVE_STATES.has(before.operational_state as OperationalState)) {
         yield* poller.start(agentId)
       }
       return yield* record(agentId)

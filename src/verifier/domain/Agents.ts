@@ -208,7 +208,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
       const agent = row.value
-      if (agent.verifier_id !== config.verifier_id) {
+      // in cluster mode every runner may delete any agent (verifier_id names it, it does not own it)
+      if (!config.cluster && agent.verifier_id !== config.verifier_id) {
         return yield* new AgentOfOtherVerifier({ agentId, verifierId: agent.verifier_id })
       }
       const state = agent.operational_state
@@ -267,7 +268,8 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
         yield* Effect.logInfo(`Agent ${agentId} reactivated (was ${stateName[before as OperationalState] ?? before})`)
       }
       const pushAgent = Option.isSome(yield* pushes.findPushAgent(agentId))
-      if (pull && !pushAgent && row.value.verifier_id === config.verifier_id) yield* poller.start(agentId)
+      // in cluster mode any runner starts any agent's loop (its entity's runner polls it)
+      if (pull && !pushAgent && (config.cluster || row.value.verifier_id === config.verifier_id)) yield* poller.start(agentId)
     })
 
     return { add, show, list, bulk, remove, stop, reactivate } as const

@@ -34,9 +34,10 @@ export { AgentLoopNotStarted }
 export interface AgentLoopShape {
   /**
    * Polls the agent until its loop finishes (FAILED, stopped, deleted, not this verifier's, taken
-   * by a newer loop). Fails only when it cannot start: the database did not answer.
+   * by a newer loop). Fails only when it cannot start: the database did not answer. `verifierId`
+   * is whose agents it polls: this verifier's by default, the agent's own in cluster mode.
    */
-  readonly run: (agentId: string) => Effect.Effect<void, AgentLoopNotStarted>
+  readonly run: (agentId: string, verifierId?: string) => Effect.Effect<void, AgentLoopNotStarted>
   /** Removes a TERMINATED agent and the policies only it used (the deletions a restart finds pending). */
   readonly removeAgent: (agentId: string) => Effect.Effect<boolean, VerifierStoreError>
 }
@@ -107,17 +108,17 @@ const make = Effect.gen(function*() {
   const guarded = (m: LoopMemory, effect: LoopEffect, notify: NotifyEffect | undefined): Effect.Effect<Next> =>
     perform(m, effect, notify).pipe(Effect.catchTags(onStepError), Effect.catchAllDefect(onDefect))
 
-  const run = (agentId: string) =>
+  const run = (agentId: string, verifierId = settings.verifierId) =>
     Effect.gen(function*() {
       const first = yield* Effect.mapError(agents.findView(agentId), notStarted(agentId))
-      if (Option.isNone(first) || first.value.verifier_id !== settings.verifierId) return
+      if (Option.isNone(first) || first.value.verifier_id !== verifierId) return
       // every start of a loop passes here (add, reactivate, a changed configuration, restart)
       if (Option.isSome(yield* Effect.mapError(pushes.findPushAgent(agentId), notStarted(agentId)))) {
         yield* Effect.logInfo("not polled: the agent is attested by push")
         return
       }
       // the fencing token: from here on a loop started later (any process) wins every write
-      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, settings.verifierId), notStarted(agentId))
+      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, verifierId), notStarted(agentId))
       if (Option.isNone(epoch)) return
       const m = memoryOf(first.value, epoch.value)
       yield* setAgentState(agentId, m.state.operationalState)

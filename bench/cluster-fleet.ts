@@ -1,0 +1,235 @@
+/**
+ * Cluster mode (issue 24) against its baseline in the same run, on one PostgreSQL: a simulated fleet
+ * of N pull agents in a process of its own (bench/_fleet.ts: RSA and ECC AKs, the shared
+ * 100,000-digest runtime policy, 3 new IMA entries per quote), quote_interval 2 s, attested by
+ *   single   one `attest verifier` process in single-process mode (the baseline),
+ *   1 runner one process with `cluster = true`,
+ *   2 runners two processes with `cluster = true` (their CPU summed),
+ * each on a fresh schema. Per phase, over a window after a warm-up (every agent attested twice): the
+ * processes' CPU from /proc per attestation (attestation_count read from the database, so counting
+ * costs the verifiers nothing) and the agents on schedule (80% of the quotes the window allows).
+ * Then kill -9 of one of the two runners: the seconds until every agent has a quote received after
+ * the kill (last_received_quote, whole seconds), with the runners' failure detection as the
+ * defaults of `[verifier] cluster_*`.
+ *
+ *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
+ * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a schema per phase).
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import Pg from "pg"
+import { makeRuntimePolicy } from "../schemas/RuntimePolicy.js"
+import { rawRequest } from "../src/http/client.js"
+import { CA_FILES } from "../src/pki/layout.js"
+import { postgresUrl } from "../test/support/requirements.js"
+import { withSearchPath } from "../test/support/db.js"
+import { freePort } from "../test/support/swtpm.js"
+import { fleetAgentBody, fleetPolicyFile, POLICY_FILES } from "./_fleet.js"
+import { cpuMs } from "./_procCpu.js"
+import { attestCommand } from "./_verifierCommand.js"
+
+const AGENTS = Number(process.argv[2] ?? 100)
+const WINDOW_S = Number(process.argv[3] ?? 20)
+const QUOTE_INTERVAL = 2
+const ON_SCHEDULE = 0.8
+
+const dir = mkdtempSync(join(tmpdir(), "attest-bench-cluster-"))
+const caDir = join(dir, "ca")
+const sleep = (ms: number) => Effect.promise(() => new Promise((r) => setTimeout(r, ms)))
+const admin = new Pg.Pool({ connectionString: postgresUrl, max: 1 })
+
+interface Child {
+  readonly pid: number
+  readonly out: () => string
+  readonly kill: (signal: NodeJS.Signals) => Promise<void>
+}
+
+/** A child process until `ready` reads its output; killed when the scope closes. */
+const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined) =>
+  Effect.acquireRelease(
+    Effect.async<{ value: A } & Child>((resume) => {
+      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] })
+      let out = ""
+      let done = false
+      const exited = new Promise<void>((r) => child.once("exit", () => r()))
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString()
+        const v = done ? undefined : ready(out)
+        if (v !== undefined) {
+          done = true
+          resume(Effect.succeed({ value: v, pid: child.pid!, out: () => out, kill: (signal) => (child.kill(signal), Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])) }))
+        }
+      })
+      child.once("exit", (code) => {
+        if (!done) resume(Effect.dieMessage(`${args.join(" ")} exited (${code}): ${out.slice(-2000)}`))
+      })
+    }),
+    (c) => Effect.promise(() => c.kill("SIGKILL"))
+  )
+
+/** A fresh schema on the PostgreSQL server, dropped when the scope closes. */
+const freshSchema = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const schema = `b_${Math.random().toString(36).slice(2, 10)}`
+    await admin.query(`CREATE SCHEMA ${schema}`)
+    return schema
+  }),
+  (schema) => Effect.promise(() => admin.query(`DROP SCHEMA ${schema} CASCADE`))
+)
+
+const startVerifier = (name: string, databaseUrl: string, cluster: boolean) =>
+  Effect.gen(function*() {
+    const config = join(dir, `${name}.toml`)
+    const runnerPort = yield* Effect.promise(freePort)
+    writeFileSync(config, [
+      "[verifier]",
+      "port = 0",
+      `tls_dir = "generate"`,
+      `ca_dir = "${caDir}"`,
+      `data_dir = "${join(dir, name)}"`,
+      `database_url = "${databaseUrl}"`,
+      "metrics_port = 0",
+      `log_level = "warning"`,
+      `quote_interval = ${QUOTE_INTERVAL}`,
+      "enabled_revocation_notifications = []",
+      `verifier_id = "${name}"`,
+      ...(cluster ? ["cluster = true", `cluster_runner_port = ${runnerPort}`] : []),
+      ""
+    ].join("\n"))
+    const child = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1])
+    return { ...child, url: child.value }
+  })
+
+type Fleet = { readonly agents: ReadonlyArray<{ id: string; port: number; ak: string }>; readonly cert: string }
+
+const policyBody = (() => {
+  const digests: Record<string, Array<string>> = {}
+  for (let i = 0; i < POLICY_FILES; i++) {
+    const f = fleetPolicyFile(i)
+    digests[f.path] = [Buffer.from(f.digest).toString("hex")]
+  }
+  return { runtime_policy: Buffer.from(JSON.stringify(makeRuntimePolicy({ digests, excludes: ["boot_aggregate"] }))).toString("base64") }
+})()
+
+const enrol = (url: string, fleet: Fleet) =>
+  Effect.gen(function*() {
+    const read = (f: string) => readFileSync(join(caDir, f), "utf8")
+    const tls = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
+    const send = (method: string, path: string, body: unknown) =>
+      rawRequest({ method, baseUrl: url, path, tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
+    const added = yield* send("POST", "/v2.6/allowlists/fleet", policyBody)
+    if (added.status !== 201 && added.status !== 200) return yield* Effect.dieMessage(`policy: ${added.status} ${added.body}`)
+    for (const a of fleet.agents) {
+      const r = yield* send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.cert))
+      if (r.status !== 200) return yield* Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)
+    }
+  })
+
+const rowsOf = (schema: string) =>
+  Effect.promise(async () => {
+    const r = await admin.query(`SELECT agent_id, attestation_count, last_received_quote FROM ${schema}.verifier_agents`)
+    return r.rows.map((row: { agent_id: string; attestation_count: string; last_received_quote: string }) => ({
+      id: row.agent_id,
+      count: Number(row.attestation_count),
+      lastQuote: Number(row.last_received_quote)
+    }))
+  })
+
+interface Figure {
+  readonly cpuMsPerAttestation: number
+  readonly attestations: number
+  readonly onSchedule: number
+}
+
+/** Warm-up, then the window: CPU of `pids` per attestation and agents on schedule. */
+const measure = (schema: string, pids: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    const from = Date.now()
+    while ((yield* rowsOf(schema)).filter((r) => r.count >= 2).length < AGENTS && Date.now() - from < 180_000) yield* sleep(500)
+    const before = new Map((yield* rowsOf(schema)).map((r) => [r.id, r.count]))
+    const cpu0 = pids.map(cpuMs)
+    const t0 = performance.now()
+    yield* sleep(WINDOW_S * 1000)
+    const cpu = pids.map(cpuMs).reduce((s, c, i) => s + c - cpu0[i]!, 0)
+    const seconds = (performance.now() - t0) / 1000
+    let attestations = 0
+    let onSchedule = 0
+    for (const r of yield* rowsOf(schema)) {
+      const d = r.count - (before.get(r.id) ?? 0)
+      attestations += d
+      if (d >= Math.floor((seconds / QUOTE_INTERVAL) * ON_SCHEDULE)) onSchedule++
+    }
+    return { cpuMsPerAttestation: cpu / Math.max(1, attestations), attestations, onSchedule } satisfies Figure
+  })
+
+/** One phase: `runners` verifier processes (cluster mode unless `single`) on a fresh schema. */
+const phase = (label: string, runners: number, cluster: boolean, fleet: Fleet, after?: (ctx: { schema: string; processes: ReadonlyArray<Child> }) => Effect.Effect<void>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const schema = yield* freshSchema
+    const url = withSearchPath(postgresUrl, schema)
+    const processes = []
+    for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label}-${i + 1}`, url, cluster))
+    yield* enrol(processes[0]!.url, fleet)
+    const figure = yield* measure(schema, processes.map((p) => p.pid))
+    console.log(
+      `${label.padEnd(10)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule`
+    )
+    if (after !== undefined) yield* after({ schema, processes })
+    return figure
+  }))
+
+/** kill -9 of the last runner: seconds until every agent has a quote received after it. */
+const failover = (ctx: { schema: string; processes: ReadonlyArray<Child> }) =>
+  Effect.gen(function*() {
+    const doomed = ctx.processes[ctx.processes.length - 1]!
+    yield* Effect.promise(() => doomed.kill("SIGKILL"))
+    const killedAt = Date.now()
+    const killedAtS = Math.floor(killedAt / 1000)
+    for (;;) {
+      const rows = yield* rowsOf(ctx.schema)
+      if (rows.every((r) => r.lastQuote > killedAtS)) break
+      if (Date.now() - killedAt > 300_000) return yield* Effect.dieMessage("agents not attested again within 300 s of the kill")
+      yield* sleep(250)
+    }
+    const seconds = (Date.now() - killedAt) / 1000
+    console.log(`failover   every agent quoted again ${seconds.toFixed(1)} s after kill -9 of one of two runners (bound quote_interval * 5 = ${QUOTE_INTERVAL * 5} s)`)
+    failoverSeconds = seconds
+  })
+
+let failoverSeconds = Number.NaN
+
+const main = Effect.gen(function*() {
+  console.log(`cluster-fleet: ${AGENTS} agents, quote_interval ${QUOTE_INTERVAL} s, window ${WINDOW_S} s, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`)
+  // the CA first (the first verifier generates it), then the fleet that trusts it
+  const fleetProcess = yield* Effect.scoped(Effect.gen(function*() {
+    const schema = yield* freshSchema
+    yield* startVerifier("ca", withSearchPath(postgresUrl, schema), false)
+  })).pipe(Effect.zipRight(childUntil(["--import", "tsx", "bench/_fleet.ts", String(AGENTS), caDir], (out) => {
+    const line = out.split("\n").find((l) => l.startsWith("{"))
+    return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as Fleet)
+  })))
+  const fleet = fleetProcess.value
+  const single = yield* phase("single", 1, false, fleet)
+  const one = yield* phase("1 runner", 1, true, fleet)
+  const two = yield* phase("2 runners", 2, true, fleet, failover)
+  const ratio1 = one.cpuMsPerAttestation / single.cpuMsPerAttestation
+  const ratio2 = two.cpuMsPerAttestation / single.cpuMsPerAttestation
+  console.log(`ratio to single-process mode (same run, same database): 1 runner ${ratio1.toFixed(2)}, 2 runners ${ratio2.toFixed(2)} (target <= 1.2)`)
+  console.log(`BENCH cluster_agents_on_schedule_1 ${one.onSchedule}`)
+  console.log(`BENCH cluster_agents_on_schedule_2 ${two.onSchedule}`)
+  console.log(`BENCH cluster_cpu_ratio_to_single ${ratio2.toFixed(3)}`)
+  console.log(`BENCH cluster_failover_s ${failoverSeconds.toFixed(1)} s`)
+}).pipe(Effect.scoped)
+
+Effect.runPromise(main).then(
+  () => admin.end().finally(() => rmSync(dir, { recursive: true, force: true })),
+  (e) => {
+    console.error(e)
+    void admin.end()
+    rmSync(dir, { recursive: true, force: true })
+    process.exit(1)
+  }
+)
