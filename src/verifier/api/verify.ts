@@ -23,6 +23,7 @@ import {
   ServiceUnavailableE,
   UnauthorizedE
 } from "../../../schemas/Envelope.js"
+import { V2Authorization } from "../http/authorization.js"
 
 export const EvidenceResults = Schema.Union(VerifyEvidenceResult, VerifyEvidenceResultV24).annotations({ identifier: "EvidenceResults" })
 
@@ -51,4 +52,5 @@ export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
   .addError(NotFoundE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+  .middleware(V2Authorization)
 {}
