@@ -38,6 +38,8 @@ export interface RouteOperation extends Operation {
 }
 
 export interface OperationTable {
+  /** The operation of a route (its method and path template as the router has it). */
+  readonly find: (method: string, path: string) => Operation | undefined
   /** The matched route's operation; a route missing from the table is a defect (never an open door). */
   readonly current: Effect.Effect<RouteOperation, never, HttpRouter.RouteContext>
 }
@@ -63,6 +65,7 @@ export const operationTable = <
     }
   }
   return {
+    find: (method, path) => byRoute.get(routeKey(method, path)),
     current: Effect.flatMap(HttpRouter.RouteContext, ({ params, route }) => {
       const operation = byRoute.get(routeKey(route.method, route.path))
       if (operation === undefined) return Effect.dieMessage(`no operation declared for ${route.method} ${route.path}`)

@@ -75,6 +75,8 @@ export const VerifierAgentsHttpLive = HttpApiBuilder.group(VerifierApi, "agents"
         }))
       .handle("show", ({ path }) =>
         Effect.flatMap(FiberRef.get(currentApiVersion), (apiVersion) => answerRead("agentRead")(agents.show(path.agent_id, apiVersion))))
+      // raw: Keylime's texts for an empty or malformed body and its key order ("Exception error:
+      // 'tpm_policy'", the wire replay) come before the AgentConfig schema, which agentBody.ts applies
       .handleRaw("add", ({ path, request }) =>
         jsonBody(request).pipe(
           Effect.flatMap((body) => answer("agentAdd")(agents.add(path.agent_id, body))),
@@ -95,6 +97,8 @@ export const VerifierAllowlistsHttpLive = HttpApiBuilder.group(VerifierApi, "all
     const policies = yield* Policies
     const remove = ({ path }: { readonly path: { readonly name: string } }) =>
       answer("runtimeOther")(policies.deleteRuntime(path.name))
+    // policy bodies raw: Keylime's texts for empty and malformed bodies and its "Runtime policy is
+    // malformatted: …" come from the domain's checks (Policies), not from HttpApi's decoding
     return handlers
       .handle("list", () => answerRead("runtimeOther")(policies.listRuntime()))
       .handle("show", ({ path }) => answerRead("runtimeOther")(policies.getRuntime(path.name)))
@@ -115,6 +119,7 @@ export const VerifierAllowlistsHttpLive = HttpApiBuilder.group(VerifierApi, "all
 export const VerifierMbPoliciesHttpLive = HttpApiBuilder.group(VerifierApi, "mbpolicies", (handlers) =>
   Effect.gen(function*() {
     const policies = yield* Policies
+    // policy bodies raw, as the runtime policies' (Keylime's texts)
     return handlers
       .handle("list", () => answerRead("mbOther")(policies.listMb()))
       .handle("show", ({ path }) => answerRead("mbOther")(policies.getMb(path.name)))

@@ -79,9 +79,11 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           return jsonApiResponse(status, documentOf(uefiRefstateResource(p, prefix), withLocation ? self : path), withLocation ? { location: self } : {})
         }))
 
+    // creations and PATCHes read their document raw (push/documents.ts): its 415, 400 and 422 JSON:API
+    // errors with pointers (Keylime's shapes) do not come out of HttpApi's payload decoding
     return handlers
       // --- agents ---
-      .handleRaw("listAgents", () =>
+      .handle("listAgents", () =>
         answer("agent", admin.records(), (records) =>
           Effect.map(prefixAndPath, ({ prefix, path }) => jsonApiResponse(200, documentOf(records.map((r) => agentResource(r, settings, prefix)), path)))))
       .handleRaw("createAgent", () =>
@@ -91,7 +93,7 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           const { id, attributes } = doc.right.data
           return yield* answer("agentCreate", agents.add(id, attributes), () => agentDocument(id, 201, true))
         }))
-      .handleRaw("showAgent", ({ path }) => agentDocument(path.agent_id, 200))
+      .handle("showAgent", ({ path }) => agentDocument(path.agent_id, 200))
       .handleRaw("updateAgent", ({ path }) =>
         Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.agent), V3Type.agent)
@@ -101,7 +103,7 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           return yield* answer("agent", admin.update(path.agent_id, doc.right.data.attributes), (r) =>
             Effect.map(prefixAndPath, ({ prefix, path: self }) => jsonApiResponse(200, documentOf(agentResource(r, settings, prefix), self))))
         }))
-      .handleRaw("deleteAgent", ({ path }) =>
+      .handle("deleteAgent", ({ path }) =>
         answer("agent", agents.remove(path.agent_id), (outcome) =>
           outcome === "deleted"
             ? noContent
@@ -111,11 +113,11 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
                 links: { self: agentPath(prefix, path.agent_id) },
                 jsonapi: { version: "1.1" }
               }))))
-      .handleRaw("stopAgent", ({ path }) => answer("agent", agents.stop(path.agent_id), () => noContent))
-      .handleRaw("reactivateAgent", ({ path }) =>
+      .handle("stopAgent", ({ path }) => answer("agent", agents.stop(path.agent_id), () => noContent))
+      .handle("reactivateAgent", ({ path }) =>
         answer("agent", agents.reactivate(path.agent_id), () => noContent))
       // --- IMA policies ---
-      .handleRaw("listImaPolicies", () =>
+      .handle("listImaPolicies", () =>
         answer("imaPolicy", policies.listRuntime(), (names) =>
           Effect.map(prefixAndPath, ({ prefix, path }) =>
             jsonApiResponse(200, documentOf(names["runtimepolicy names"].map((n) => nameResource(V3Type.imaPolicy, n, imaPolicyPath(prefix, n))), path)))))
@@ -126,7 +128,7 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           const { id, attributes } = doc.right.data
           return yield* imaDocument(policies.addRuntime(id, attributes), 201, true)
         }))
-      .handleRaw("showImaPolicy", ({ path }) => imaDocument(policies.getRuntime(path.name), 200))
+      .handle("showImaPolicy", ({ path }) => imaDocument(policies.getRuntime(path.name), 200))
       .handleRaw("updateImaPolicy", ({ path }) =>
         Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
@@ -135,10 +137,10 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           if (mismatch !== undefined) return yield* mismatch
           return yield* imaDocument(policies.updateRuntime(path.name, doc.right.data.attributes), 200)
         }))
-      .handleRaw("deleteImaPolicy", ({ path }) =>
+      .handle("deleteImaPolicy", ({ path }) =>
         answer("imaPolicy", policies.deleteRuntime(path.name), () => noContent))
       // --- UEFI reference states ---
-      .handleRaw("listUefiRefstates", () =>
+      .handle("listUefiRefstates", () =>
         answer("uefiRefstate", policies.listMb(), (names) =>
           Effect.map(prefixAndPath, ({ prefix, path }) =>
             jsonApiResponse(200, documentOf(names["mbpolicy names"].map((n) => nameResource(V3Type.uefiRefstate, n, uefiRefstatePath(prefix, n))), path)))))
@@ -149,7 +151,7 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           const { id, attributes } = doc.right.data
           return yield* answer("uefiRefstate", policies.addMb(id, attributes), () => uefiDocument(id, 201, true))
         }))
-      .handleRaw("showUefiRefstate", ({ path }) => uefiDocument(path.name, 200))
+      .handle("showUefiRefstate", ({ path }) => uefiDocument(path.name, 200))
       .handleRaw("updateUefiRefstate", ({ path }) =>
         Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.uefiRefstate), V3Type.uefiRefstate)
@@ -158,13 +160,13 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           if (mismatch !== undefined) return yield* mismatch
           return yield* answer("uefiRefstate", policies.updateMb(path.name, doc.right.data.attributes), () => uefiDocument(path.name, 200))
         }))
-      .handleRaw("deleteUefiRefstate", ({ path }) =>
+      .handle("deleteUefiRefstate", ({ path }) =>
         answer("uefiRefstate", policies.deleteMb(path.name), () => noContent))
   }))
 
 /** `GET /` → 307 to `/v3.0/` with an empty text/html body, as Keylime (Tornado's redirect) answers (ver-root). Public. */
 export const ServerRootHttpLive = HttpApiBuilder.group(VerifierApi, "root", (handlers) =>
-  handlers.handleRaw("root", () =>
+  handlers.handle("root", () =>
     Effect.map(FiberRef.get(currentRequestPath), (path) =>
       // `/v2.6/` reaches this route once the platform strips its prefix: no API root there
       path === "/"

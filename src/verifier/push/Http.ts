@@ -216,7 +216,9 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
     const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
     return handlers
-      .handleRaw("root", () => Effect.succeed(HttpServerResponse.empty({ status: 200 })))
+      .handle("root", () => Effect.succeed(HttpServerResponse.empty({ status: 200 })))
+      // raw bodies: Keylime's session texts (`agent_id is required`, 413 past SESSION_BODY_MAX_BYTES,
+      // plain JSON accepted) and JSON:API errors with pointers do not come out of HttpApi's decoding
       .handleRaw("createSession", () =>
         Effect.gen(function*() {
           const doc = yield* sessionBody(SessionCreateDocument)
@@ -262,12 +264,14 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
               return yield* pushErrorResponse(e)
           }
         }))
-      // the agent's token was checked by V3Authorization (http/authorization.ts): its session is the caller's
+      // the agent's token was checked by V3Authorization (http/authorization.ts): its session is the
+      // caller's. Raw bodies: the front app (directRoutes.ts) answers from the same readers, whose
+      // 415/400/422 JSON:API errors with pointers do not come out of HttpApi's decoding
       .handleRaw("createAttestation", ({ path }) =>
         Effect.flatMap(Effect.zip(Caller, requestBody), ([caller, b]) => createAttestationAnswer(attestations, path.agent_id, sessionOf(caller), b.contentType, b.text)))
       .handleRaw("submitEvidence", ({ path }) =>
         Effect.flatMap(Effect.zip(Caller, requestBody), ([caller, b]) => submitEvidenceAnswer(attestations, path.agent_id, sessionOf(caller), path.index, b.contentType, b.text)))
-      .handleRaw("listAttestations", ({ path }) =>
+      .handle("listAttestations", ({ path }) =>
         Effect.gen(function*() {
           const rows = yield* Effect.either(attestations.list(path.agent_id))
           if (Either.isLeft(rows)) return yield* pushErrorResponse(rows.left)
@@ -275,7 +279,7 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           const prefix = versionPrefixOf(requestPath)
           return jsonApiResponse(200, { data: rows.right.map((r) => attestationResource(r, requestedOf(r), prefix)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
         }))
-      .handleRaw("showAttestation", ({ path, request }) =>
+      .handle("showAttestation", ({ path, request }) =>
         Effect.gen(function*() {
           const index = indexOf(path.index)
           if (index === undefined) return yield* coded(404, "not_found", `No attestation ${path.index} exists for agent '${path.agent_id}'.`)
