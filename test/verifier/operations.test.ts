@@ -10,7 +10,7 @@ import { V2Authorization, V3Authorization } from "../../src/verifier/http/author
 import { verifierOperations } from "../../src/verifier/http/operations.js"
 
 const groups = Object.values((VerifierApi as unknown as { readonly groups: Record<string, HttpApiGroup.HttpApiGroup.AnyWithProps> }).groups)
-const guarded = (g: HttpApiGroup.HttpApiGroup.AnyWithProps) => g.middlewares.has(V2Authorization) || g.middlewares.has(V3Authorization)
+const guarded = (g: HttpApiGroup.HttpApiGroup.AnyWithProps) => [...g.middlewares].some((m) => m.key === V2Authorization.key || m.key === V3Authorization.key)
 
 describe("verifier operations", () => {
   it("declares an operation for every route behind an authorization middleware", () => {
