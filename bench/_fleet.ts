@@ -25,7 +25,7 @@ import { marshalPcrBlob } from "../src/tpm/pcrBlob.js"
 import { marshalTpm2bPublic, nameOf } from "../src/tpm/public.js"
 import { encodeQuoteString } from "../src/tpm/quoteString.js"
 import { marshalSignature } from "../src/tpm/signature.js"
-import { nkPcrValue } from "../src/verifier/evaluate/pcrs.js"
+import { nkPcrValue } from "../src/attestation/evaluate/pcrs.js"
 import { makeAk, signAttest, type TestAk } from "../test/tpm/quoteFixture.js"
 
 export const PER_QUOTE = 3

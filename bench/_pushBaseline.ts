@@ -8,7 +8,7 @@ import type { MeasurementSource } from "../src/agent/measurements/MeasurementSou
 import { collectEvidence } from "../src/push-agent/evidence.js"
 import type { Ak, Tpm } from "../src/tpm/Tpm.js"
 import { defaultSeverityPolicy, emptyTpmPolicy, evaluateEvidence, initialEvaluationState } from "../src/verifier/index.js"
-import { loadRuntime } from "../src/verifier/policy/loadRuntime.js"
+import { loadRuntime } from "../src/verifier/domain/policy/loadRuntime.js"
 import { evidenceOf } from "../src/verifier/push/evidence.js"
 
 export const inProcessEvaluationMs = (o: { readonly tpm: Tpm["Type"]; readonly ak: Ak; readonly source: MeasurementSource["Type"]; readonly policy: string }) =>

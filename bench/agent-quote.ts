@@ -16,7 +16,7 @@ import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { layer as agentLayer, RunningAgent } from "../src/agent/Agent.js"
 import { layer as machineLayer, SimulatedMachine } from "../src/agent/measurements/SimulatedMachine.js"
 import { initCa } from "../src/pki/ca.js"
-import { TpmSimulator } from "../layers/TpmSimulator.js"
+import { TpmSimulator } from "../src/tpm/simulator/TpmSimulator.js"
 
 const ENTRIES = 10_000
 const PER_QUOTE = 10

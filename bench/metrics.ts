@@ -23,7 +23,7 @@ import {
   unsafeSetAgentState
 } from "../src/ops/metrics.js"
 import { scrapePrometheus } from "../src/ops/prometheus.js"
-import { OperationalState } from "../src/verifier/states.js"
+import { OperationalState } from "../src/attestation/states.js"
 
 const AGENTS = Number(process.argv[2] ?? 10_000)
 const ids = Array.from({ length: AGENTS }, (_, i) => `d432fbb3-d2f1-4a97-9ef7-${String(i).padStart(12, "0")}`)

@@ -8,7 +8,7 @@
  *
  *   off        : that work alone
  *   ops on     : + the stage clock and the stage histograms (src/ops/stages.ts; its child spans are
- *                made only for an exporting tracer, as layers/Tracing.ts installs with `otlp_endpoint`),
+ *                made only for an exporting tracer, as src/ops/Tracing.ts installs with `otlp_endpoint`),
  *                attestations by result, the agent's state gauge, its freshness, and the verdict's
  *                EAR facts (src/ear/verdictFacts.ts, what a relying party's EAR is signed from)
  *   EAR/verdict: ops on + an ES256 EAR signed for every verdict (not what attest does: it signs on
@@ -26,7 +26,7 @@ import { earVerdictOfFacts, readVerdictFacts, verdictFactsJson } from "../src/ea
 import { unsafeObserveFreshness, unsafeRecordAttestation, unsafeSetAgentState } from "../src/ops/metrics.js"
 import { evaluateTimed, stageClock, stagesOf } from "../src/ops/stages.js"
 import { encodeEvaluationState, evaluateEvidence, type Evaluation, type TpmEvidence } from "../src/verifier/index.js"
-import { OperationalState } from "../src/verifier/states.js"
+import { OperationalState } from "../src/attestation/states.js"
 import { cpuMs, makeRound, NEW, POLICY, runFor, STATE } from "./_evaluateRound.js"
 
 // short interleaved rounds: the machine is shared and its load drifts; each ratio is the median

@@ -14,7 +14,7 @@
 import { Clock, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { capabilitiesOf, collectEvidence, popProof } from "../src/push-agent/evidence.js"
 import { Attestations } from "../src/verifier/push/Attestations.js"
-import { PushDomainLive } from "../src/verifier/push/Server.js"
+import { PushDomainLive } from "../src/verifier/push/PushDomain.js"
 import { Sessions } from "../src/verifier/push/Sessions.js"
 import { testDatabase } from "../test/support/db.js"
 import { enrol, policyOfMachine, SimAgent, simulatedAgent } from "../test/push/support.js"

@@ -22,7 +22,7 @@ export type Failure = typeof Failure.Type
 
 // --- verify/evidence and verify/identity (spec §2.5, §4.1; keylime-wire.md §1.4) -----------------
 
-/** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/evidenceRequest.ts). */
+/** The POST verify/evidence body. Presence and order of the checks are Keylime's (src/verifier/stateless/evidenceRequest.ts). */
 export const VerifyEvidenceRequest = Schema.Struct({
   type: Schema.String,
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -63,6 +63,9 @@ export const VerifyEvidenceResultV24 = Schema.Struct({
   failures: Schema.Array(Failure)
 }).annotations({ identifier: "VerifyEvidenceResultV24" })
 export type VerifyEvidenceResultV24 = typeof VerifyEvidenceResultV24.Type
+
+/** The verify/evidence result of either version (the 200 body's `results`). */
+export const EvidenceResults = Schema.Union(VerifyEvidenceResult, VerifyEvidenceResultV24).annotations({ identifier: "EvidenceResults" })
 
 /** GET verify/identity query; every parameter is required (checked in this order, with Keylime's texts). */
 export const VerifyIdentityQuery = Schema.Struct({

@@ -2,7 +2,7 @@
  * API 3.0 (push model) documents, as the Rust push agent sends and reads them (push-model.md §1):
  * JSON:API request documents for sessions and the two attestation phases, and the attributes the
  * verifier answers with. Field names are Keylime's. Decoding a request body goes through
- * src/verifier/push/documents.ts, which turns Schema issues into JSON:API errors with
+ * src/verifier/http/v3/documents.ts, which turns Schema issues into JSON:API errors with
  * `source.pointer`.
  */
 import { Schema } from "effect"

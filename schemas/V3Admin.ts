@@ -1,7 +1,7 @@
 /**
  * API 3.0 administration documents (spec §4.4): agents, IMA policies and UEFI reference states as
  * JSON:API resources. Attributes mirror the v2 bodies (spec §2.3, §2.4) field for field, so the
- * same domain checks them (src/verifier/Agents.ts, policy/Policies.ts, AgentAdmin.ts); the
+ * same domain checks them (src/verifier/domain/Agents.ts, domain/policy/Policies.ts, AgentAdmin.ts); the
  * resource id is the agent id or the policy name. The `*Document` schemas describe the wire for
  * clients and the OpenAPI document; the server reads bodies with the `Read*` schemas (shape only)
  * and lets the domain judge the attributes, so a refusal names the field in one voice.

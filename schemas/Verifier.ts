@@ -138,7 +138,7 @@ export const MbPolicyNames = Schema.Struct({
 }).annotations({ identifier: "MbPolicyNames" })
 export type MbPolicyNames = typeof MbPolicyNames.Type
 
-// --- API descriptions (src/verifier/Api.ts) ---------------------------------------------------
+// --- API descriptions (src/verifier/http/Api.ts) ---------------------------------------------------
 
 /** GET /agents/ query: `verifier` filters by verifier_id (empty: no filter); `bulk` (any value, as Keylime reads it) answers every agent's status. */
 export const AgentListQuery = Schema.Struct({

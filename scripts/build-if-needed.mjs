@@ -18,7 +18,6 @@ const newest = (dir) => {
 const sources = Math.max(
   newest("src"),
   newest("schemas"),
-  newest("layers"),
   statSync("package.json").mtimeMs,
   statSync("scripts/bundle.mjs").mtimeMs,
   statSync("scripts/checkPage.mjs").mtimeMs

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI documents of attest's servers (src/ops/apiDocuments.ts) in docs/openapi/<name>.json.
+ * The OpenAPI documents of attest's servers (src/cli/apiDocuments.ts) in docs/openapi/<name>.json.
  *
  *   npm run openapi            write them
  *   npm run openapi -- --check fail (exit 1) when a committed file is not what the code generates
@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
-import { apiDocuments } from "../src/ops/apiDocuments.js"
+import { apiDocuments } from "../src/cli/apiDocuments.js"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const dirArg = process.argv.indexOf("--dir")

@@ -6,14 +6,14 @@
  * order the verifier judges them; each carries its check, whose failure message is the reason
  * (attest's `<field> <reason>` texts), and `wrongType` says the reason when the value is not even
  * of the field's type. What Keylime's texts fix (the first missing key in its handler's order, the
- * mTLS rule, a null runtime policy) is checked before the decode by src/verifier/agentBody.ts.
+ * mTLS rule, a null runtime policy) is checked before the decode by src/verifier/domain/agentBody.ts.
  */
 import * as crypto from "node:crypto"
 import { Either, Schema, SchemaAST as AST, Struct } from "effect"
 import { HostAddress, PortNumber } from "../../schemas/Common.js"
 import { decodeImaKeyringJson } from "../../schemas/RuntimePolicy.js"
 import { isRestrictedSigningKey, parseTpm2bPublic, publicKeyOf } from "../tpm/public.js"
-import { checkTpmPolicy } from "../verifier/policy/tpmPolicyCheck.js"
+import { checkTpmPolicy } from "./tpmPolicyCheck.js"
 
 /** Keylime's required keys, in the order its handler reads them (the first missing is named). */
 export const REQUIRED_KEYS = [

@@ -4,16 +4,16 @@
  * the NK binding (pull has a V key to bind; push and verify/evidence have none) and the clock
  * comparison (no previous quote in verify/evidence). Everything else is compiled the same way, and
  * whatever the verifier cannot fully honour fails closed with AgentConfigUnusable naming the field.
- * Pure: the stored policies come compiled (src/verifier/policy/storedPolicies.ts reads them).
+ * Pure: the stored policies come compiled (src/verifier/domain/policy/storedPolicies.ts reads them).
  */
 import { Either } from "effect"
 import type { MbPolicy } from "../boot/policy.js"
 import type { CompiledPolicy } from "../ima/policy.js"
 import { keyringFromJson } from "../ima/signatures.js"
 import { fromBase64 } from "../tpm/bytes.js"
-import type { SeverityPolicy } from "../verifier/evaluate/severity.js"
-import { emptyTpmPolicy, parseTpmPolicy, type TpmPolicy } from "../verifier/evaluate/tpmPolicy.js"
-import type { AcceptedAlgorithms, AgentPolicy, EvaluateOptions } from "../verifier/evaluate/types.js"
+import type { SeverityPolicy } from "./evaluate/severity.js"
+import { emptyTpmPolicy, parseTpmPolicy, type TpmPolicy } from "./evaluate/tpmPolicy.js"
+import type { AcceptedAlgorithms, AgentPolicy, EvaluateOptions } from "./evaluate/types.js"
 import { AgentConfigUnusable } from "./AgentConfigUnusable.js"
 
 /** How the agent's evidence reaches the verifier. */

@@ -18,10 +18,10 @@ import { Command } from "@effect/cli"
 import { Console, Effect, FiberRef } from "effect"
 import { prepareArgv } from "./argv.js"
 import { commandTree } from "./commandTree.js"
-import { UsageError } from "./exitCode.js"
+import { UsageError } from "../config/usageError.js"
 import { helpWidth, renderHelp } from "./help.js"
 import { handlerRunning } from "./lazy.js"
-import { version } from "./version.js"
+import { version } from "../ops/version.js"
 
 export const rootCommand = Command.make("attest").pipe(
   Command.withDescription(

@@ -9,11 +9,11 @@ import { layer as systemMeasurements } from "../agent/measurements/SystemMeasure
 import { AgentConfig, ConfigSources } from "../config/services.js"
 import type { AgentOptions as AgentSection } from "../config/sections.js"
 import type { HashAlg, KeyAlg, SignScheme } from "../tpm/Tpm.js"
-import { Tpm2Tools } from "../../layers/Tpm2Tools.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
-import { Logging } from "../../layers/Logging.js"
-import { Tracing } from "../../layers/Tracing.js"
-import { version } from "./version.js"
+import { Tpm2Tools } from "../tpm/tpm2tools/Tpm2Tools.js"
+import { TpmSimulator } from "../tpm/simulator/TpmSimulator.js"
+import { Logging } from "../ops/Logging.js"
+import { Tracing } from "../ops/Tracing.js"
+import { version } from "../ops/version.js"
 
 const readPem = (file: string) =>
   Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (e) => new Error(`cannot read ${file}: ${(e as Error).message}`) })

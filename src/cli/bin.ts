@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { CommandInfo } from "./commandTree.js"
 import { fastAnswer } from "./fast.js"
-import { version } from "./version.js"
+import { version } from "../ops/version.js"
 
 /** dist/cli/commands.json beside the bundle; none when running from the sources. */
 const prebuiltTree = (): CommandInfo | undefined => {

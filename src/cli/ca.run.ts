@@ -5,7 +5,7 @@ import { type CertificateSummary, listCertificates } from "../pki/caList.js"
 import { CA_FILES, initCa, issueAdmin as issueAdminCertificate } from "../pki/ca.js"
 import { revocationListOf } from "../pki/crl.js"
 import { CaError, exists, readBytes } from "../pki/files.js"
-import { fromPem } from "../pki/pem.js"
+import { fromPem } from "../crypto/pem.js"
 import { ensureRevocationNotifier } from "../pki/revocationNotifier.js"
 import { loadCaCrl, revokeAdmin } from "../pki/revoke.js"
 

@@ -5,10 +5,8 @@
  */
 import { ValidationError } from "@effect/cli"
 import type { Teardown } from "@effect/platform/Runtime"
-import { Cause, Exit, Option, Schema } from "effect"
-
-/** A command line that cannot be acted on (the message was printed for a person). */
-export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
+import { Cause, Exit, Option } from "effect"
+import { UsageError } from "../config/usageError.js"
 
 const isUsage = (e: unknown): boolean => ValidationError.isValidationError(e) || e instanceof UsageError
 

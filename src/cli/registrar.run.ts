@@ -1,12 +1,12 @@
 /** How `attest registrar` runs: start the registrar from `[registrar]` and say where it listens. */
 import { Console, Effect, Layer, Option } from "effect"
 import { ConfigSources, RegistrarConfig } from "../config/services.js"
-import { BoundListeners } from "../../layers/HttpServers.js"
-import { Logging } from "../../layers/Logging.js"
-import { MetricsEndpoint } from "../../layers/Metrics.js"
-import { Tracing } from "../../layers/Tracing.js"
+import { BoundListeners } from "../http/HttpServers.js"
+import { Logging } from "../ops/Logging.js"
+import { MetricsEndpoint } from "../http/MetricsListener.js"
+import { Tracing } from "../ops/Tracing.js"
 import { RegistrarFromConfig } from "../registrar/fromConfig.js"
-import { version } from "./version.js"
+import { version } from "../ops/version.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>
   Effect.gen(function*() {

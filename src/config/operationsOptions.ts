@@ -1,7 +1,7 @@
 /**
  * Operations options (issue 13), one block per section so each section's table gains one spread
- * line: logs (layers/Logging.ts), traces (layers/Tracing.ts), the metrics listener
- * (layers/Metrics.ts, servers only) and the EAR signing key (src/ear, verifier only).
+ * line: logs (src/ops/Logging.ts), traces (src/ops/Tracing.ts), the metrics listener
+ * (src/http/MetricsListener.ts, servers only) and the EAR signing key (src/ear, verifier only).
  */
 import { literal, port, string } from "./option.js"
 

@@ -49,7 +49,7 @@ export const verifierSection = {
   retry_interval: seconds(2, "base of the retry backoff when an agent is unreachable (seconds)"),
   exponential_backoff: boolean(true, "retry_interval^n backoff instead of a fixed delay"),
   max_retries: integer(5, "retries before an unreachable agent is marked failed", { min: 0 }),
-  // --- the evidence evaluator (src/verifier/evaluate) ---
+  // --- the evidence evaluator (src/attestation/evaluate) ---
   severity_labels: stringList(
     ["info", "notice", "warning", "error", "critical", "alert", "emergency"],
     "severity labels of attestation failures, lowest first; the last is the maximum (reaching it stops polling)"

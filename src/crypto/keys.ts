@@ -4,7 +4,7 @@
  * so a key is a key under node and in a browser alike. Each port then imports the components (and
  * checks an EC point is on its curve).
  */
-import { fromPem } from "../pki/pem.js"
+import { fromPem } from "./pem.js"
 import { latin1 } from "./encoding.js"
 import type { CryptoPort, KeyComponents, OtherPublicKey, PublicKey } from "./port.js"
 import { pointOf } from "./noble.js"

@@ -4,7 +4,7 @@
  * canonical SPKI DER with it (IMA's learned keys, DSSE key ids), byte for byte what node exports.
  */
 import { Either } from "effect"
-import { children, oidToString, readTlv, type Tlv } from "../pki/der.js"
+import { children, oidToString, readTlv, type Tlv } from "./der.js"
 import { concat } from "./encoding.js"
 import type { Curve, EcPublicKey, PublicKey, RsaPublicKey } from "./port.js"
 

@@ -1,11 +1,11 @@
 /**
- * An X.509 certificate read in plain code (src/pki/der.ts's walker): what a chain check needs
+ * An X.509 certificate read in plain code (src/crypto/der.ts's walker): what a chain check needs
  * (the signed bytes, the signature and its algorithm, names, validity, basic constraints, key
  * identifiers and key usage, the key) and what the SEV-SNP module reads (AMD's extensions). The
  * signature is checked through the crypto port, so the same check runs on node and in a browser.
  */
 import { Either } from "effect"
-import { children, oidToString, readTlv, type Tlv } from "../pki/der.js"
+import { children, oidToString, readTlv, type Tlv } from "./der.js"
 import { latin1, utf8 } from "./encoding.js"
 import type { HashAlg, SignatureScheme } from "./port.js"
 

@@ -7,7 +7,7 @@
  * attest's push fields (`attestation_model`, `last_evaluation`, `last_attestation_index`,
  * `last_failure_reason`, `last_failure_at`) for a push agent.
  */
-import { attestationStatus, stateName } from "../verifier/states.js"
+import { attestationStatus, stateName } from "../attestation/states.js"
 
 export interface AgentRecord {
   readonly id: string

@@ -21,8 +21,8 @@
  * AR4SI asks), so a contraindicated claim always makes the result contraindicated.
  */
 import type { Failure } from "../../schemas/Evidence.js"
-import { isRecoverable } from "../verifier/evaluate/severity.js"
-import type { Evaluation } from "../verifier/evaluate/types.js"
+import { isRecoverable } from "../attestation/evaluate/severity.js"
+import type { Evaluation } from "../attestation/evaluate/types.js"
 
 export type EarStatus = "affirming" | "warning" | "contraindicated" | "none"
 

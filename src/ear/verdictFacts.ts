@@ -6,7 +6,7 @@
  * severity policy stops polling. Stored as JSON in `verifier_agents.last_verdict` (migration 0023).
  */
 import { Either, Schema } from "effect"
-import type { Evaluation } from "../verifier/evaluate/types.js"
+import type { Evaluation } from "../attestation/evaluate/types.js"
 import { type EarVerdict, fromEvaluation } from "./appraisal.js"
 
 export const VerdictFacts = Schema.Struct({

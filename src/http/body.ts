@@ -83,7 +83,7 @@ const tooLarge = (limit: number) =>
  * dropped, the refusal given at once, and the rest of the body read and discarded (up to
  * DRAIN_FACTOR × the limit, then the connection is closed) so the answer reaches a client that is
  * still sending. A callback, so a route answered from node's request reads its body before any
- * fiber starts (src/verifier/push/directRoutes.ts); readBodyText is the effect.
+ * fiber starts (src/verifier/http/v3/directRoutes.ts); readBodyText is the effect.
  */
 export const collectBody = (incoming: http.IncomingMessage, maxBytes: number, done: (read: Either.Either<Buffer, BodyRefused>) => void): void => {
   const declared = Number(incoming.headers["content-length"] ?? Number.NaN)

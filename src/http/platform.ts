@@ -4,7 +4,7 @@
  * family (415 in the envelope for another media type: mediaType.ts), the version prefix,
  * trailing-slash normalisation, `Retry-After` on every 503, the envelope for every answer, and the
  * request metrics (requestMetrics.ts).
- * Listeners (node servers with the TLS policy and the clientError hook) are layers/HttpServers.ts.
+ * Listeners (node servers with the TLS policy and the clientError hook) are src/http/HttpServers.ts.
  */
 import { Headers, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"

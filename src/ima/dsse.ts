@@ -10,7 +10,7 @@ import { cryptoPort } from "../crypto/active.js"
 import { base64Bytes, concat, toHex, utf8Bytes } from "../crypto/encoding.js"
 import type { PublicKey, SignatureScheme } from "../crypto/port.js"
 import { spkiDer } from "../crypto/spki.js"
-import { toPem } from "../pki/pem.js"
+import { toPem } from "../crypto/pem.js"
 
 export const KEYLIME_PAYLOAD_TYPE = "application/vnd.keylime+json"
 

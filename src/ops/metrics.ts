@@ -10,8 +10,8 @@
  * src/registrar/Registrar.ts; HTTP requests by listener, method, route and status through the
  * platform (src/http/requestMetrics.ts).
  *
- * Verifier: the pull loop (src/verifier/loop/agentLoop.ts), AgentClient, Agents (stop, delete),
- * the notifiers (src/verifier/notify/NotifiersLive.ts) and verify/evidence (src/verifier/Stateless.ts,
+ * Verifier: the pull loop (src/verifier/pull/agentLoop.ts), AgentClient, Agents (stop, delete),
+ * the notifiers (src/verifier/pull/NotifiersLive.ts) and verify/evidence (src/verifier/stateless/Stateless.ts,
  * `recordAttestation("evidence", …)`) make these calls; push still to wire (each line is the whole
  * change at its place):
  *
@@ -34,12 +34,12 @@
  *   yield* recordPushToken("issued")               // "issued" | "accepted" | "rejected" | "expired"
  *   yield* setActivePushTokens(count)
  *
- * and the server adds `MetricsServer.fromSection(section, "verifier-metrics")` (layers/Metrics.ts).
- * Database pool use: layers/Sql.ts owns each pg.Pool and registers it with `watchDbPool`; the
+ * and the server adds `MetricsServer.fromSection(section, "verifier-metrics")` (src/http/MetricsListener.ts).
+ * Database pool use: src/db/Sql.ts owns each pg.Pool and registers it with `watchDbPool`; the
  * scrape reads total, idle and waiting (SQLite: its one connection).
  */
 import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
-import { type OperationalState, stateName } from "../verifier/states.js"
+import { type OperationalState, stateName } from "../attestation/states.js"
 import { onScrape } from "./prometheus.js"
 
 export type MetricType = "counter" | "gauge" | "histogram"
@@ -205,7 +205,7 @@ const watchedPools = new Map<number, { readonly database: string; readonly read:
 let nextPoolWatch = 0
 
 /**
- * Reads a pool's use at every scrape (layers/Sql.ts registers each database it opens); the returned
+ * Reads a pool's use at every scrape (src/db/Sql.ts registers each database it opens); the returned
  * function stops it, when the layer closes the pool.
  */
 export const watchDbPool = (database: string, read: () => DbPoolUse): () => void => {

@@ -4,11 +4,11 @@
  * this module records each stage's duration in `attest_check_duration_seconds{check=<stage>}` and
  * exports it as a child span `verifier.check.<stage>` of the caller's span, with the measured start
  * and end (the Tracer's own clock, shifted by the stage's offset on the monotonic clock) when a
- * tracer exports them (layers/Tracing.ts; Effect's own tracer gets none). The pull
+ * tracer exports them (src/ops/Tracing.ts; Effect's own tracer gets none). The pull
  * loop, push attestations and verify/evidence all go through `evaluateTimed`.
  */
 import { Clock, Context, Effect, Exit, Option, Tracer } from "effect"
-import type { StageClock, StageTiming } from "../verifier/evaluate/types.js"
+import type { StageClock, StageTiming } from "../attestation/evaluate/types.js"
 import { Metrics } from "./metrics.js"
 
 /** The evaluator's clock: milliseconds, monotonic, fractional. */

@@ -8,7 +8,7 @@ import type * as crypto from "node:crypto"
 import { Either } from "effect"
 import { EKU } from "./certificate.js"
 import { normalizeSerial, type RevocationList } from "./crl.js"
-import { certificateFields } from "./der.js"
+import { certificateFields } from "../crypto/der.js"
 import { type TrustStore, verifyChain } from "./chain.js"
 import { parseCertificate } from "./parse.js"
 

@@ -16,7 +16,7 @@ import { issueCrl } from "./crl.js"
 import { EKU, generateKeyPair, issueCertificate, type KeyKind, privateKeyFromPem, privateKeyToPem, toPem } from "./certificate.js"
 import { CaError, ensurePrivateDir, exists, readText, writeAtomic, writeNew } from "./files.js"
 import { CA_DAYS, CA_FILES, certFile, CERT_DAYS, keyFile, publicFile } from "./layout.js"
-import { fromPem } from "./pem.js"
+import { fromPem } from "../crypto/pem.js"
 import { parseCertificate } from "./parse.js"
 
 export { CaError } from "./files.js"

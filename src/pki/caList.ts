@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { EKU } from "./certificate.js"
 import { normalizeSerial, type RevocationList } from "./crl.js"
-import { certificateFields } from "./der.js"
+import { certificateFields } from "../crypto/der.js"
 import { CaError, listFiles } from "./files.js"
 import { parseCertificates, validity } from "./parse.js"
 

@@ -9,7 +9,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Clock, Data, Effect, Either } from "effect"
-import { pathLenConstraint } from "./der.js"
+import { pathLenConstraint } from "../crypto/der.js"
 import { parseCertificate, parseCertificates, validity } from "./parse.js"
 
 export type ChainFailure =

@@ -9,10 +9,10 @@ import * as crypto from "node:crypto"
 import * as pkijs from "pkijs"
 import { Either } from "effect"
 import { signatureOid, time } from "./certificate.js"
-import { certificateFields, children, readTlv, subjectKeyIdentifier } from "./der.js"
-import { PkiError } from "./errors.js"
+import { certificateFields, children, readTlv, subjectKeyIdentifier } from "../crypto/der.js"
+import { PkiError } from "../crypto/pkiError.js"
 import { spkiDer } from "./keys.js"
-import { fromPem, isPemText } from "./pem.js"
+import { fromPem, isPemText } from "../crypto/pem.js"
 
 export const CRL_EXT = {
   crlNumber: "2.5.29.20",

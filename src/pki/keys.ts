@@ -1,7 +1,7 @@
 /** Key pairs for certificates, as node `KeyObject`s. */
 import * as crypto from "node:crypto"
 import { Either } from "effect"
-import { PkiError } from "./errors.js"
+import { PkiError } from "../crypto/pkiError.js"
 
 export type KeyKind = "rsa2048" | "rsa3072" | "ec-p256" | "ec-p384"
 

@@ -1,8 +1,8 @@
 /** Reading certificates from bytes: DER (with NV padding tolerated) or PEM with several blocks. */
 import * as crypto from "node:crypto"
 import { Either } from "effect"
-import { PkiError } from "./errors.js"
-import { fromPem, isPemText } from "./pem.js"
+import { PkiError } from "../crypto/pkiError.js"
+import { fromPem, isPemText } from "../crypto/pem.js"
 
 /**
  * Length of the outer DER SEQUENCE, so trailing bytes (EK certificates read from TPM NV are often

@@ -1,17 +1,17 @@
 /**
  * The running registrar: two listeners like Keylime's (plain HTTP for agents' register/activate,
  * HTTPS with client certificates for admin list/show/delete), the domain service and the
- * authorization provider, and `GET /openapi.json` (public, unversioned: src/ops/apiDocuments.ts). Needs, from outside: `ServerTls` and `ClientIdentity` (layers/Tls.ts)
- * and `SqlClient` with migrations applied (layers/Sql.ts); fromConfig.ts composes them from the
+ * authorization provider, and `GET /openapi.json` (public, unversioned: openapi.ts). Needs, from outside: `ServerTls` and `ClientIdentity` (src/http/Tls.ts)
+ * and `SqlClient` with migrations applied (src/db/Sql.ts); fromConfig.ts composes them from the
  * `[registrar]` section.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
-import { HttpServers } from "../../layers/HttpServers.js"
+import { HttpServers } from "../http/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { V2_VERSIONS } from "../http/versions.js"
-import { REGISTRAR_UNVERSIONED, registrarDocument } from "../ops/apiDocuments.js"
-import { serveOpenApi } from "../ops/openapi.js"
+import { REGISTRAR_UNVERSIONED, registrarDocument } from "./openapi.js"
+import { serveOpenApi } from "../http/openapi.js"
 import type { TrustStore } from "../pki/chain.js"
 import { RegistrarApi } from "./Api.js"
 import { RegistrarHttpLive } from "./Http.js"

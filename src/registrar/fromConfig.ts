@@ -1,16 +1,16 @@
 /**
- * The `[registrar]` section → a running registrar: TLS and admins from layers/Tls.ts (tls_dir
+ * The `[registrar]` section → a running registrar: TLS and admins from src/http/Tls.ts (tls_dir
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the EK trust store directory, the database (SQLite under data_dir or
  * database_url), the two listeners, and the metrics listener (metrics_ip, metrics_port; off at port
- * 0: layers/Metrics.ts), all three cutting off slow clients (client_header_timeout,
+ * 0: src/http/MetricsListener.ts), all three cutting off slow clients (client_header_timeout,
  * client_request_timeout, keep_alive_timeout: src/http/timeouts.ts). Unsupported values are start-up errors that name the option.
  */
 import { Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
-import { MetricsServer } from "../../layers/Metrics.js"
-import { DbLive } from "../../layers/Sql.js"
-import { ServerTlsWithAdmins } from "../../layers/Tls.js"
+import { MetricsServer } from "../http/MetricsListener.js"
+import { DbLive } from "../db/Sql.js"
+import { ServerTlsWithAdmins } from "../http/Tls.js"
 import type { RegistrarOptions } from "../config/sections.js"
 import { listenerTimeoutsLayer } from "../http/timeouts.js"
 import { emptyTrustStore, loadTrustStore } from "../pki/chain.js"

@@ -5,8 +5,8 @@
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
 import type { AnyAgentStatus } from "../../schemas/Verifier.js"
-import { UsageError } from "../cli/exitCode.js"
-import { isOperationalState, stateName } from "../verifier/states.js"
+import { UsageError } from "../config/usageError.js"
+import { isOperationalState, stateName } from "../attestation/states.js"
 import type { Connections } from "./connect.js"
 import { type RegistrarEntry, registrarEntries } from "./registrarCommands.js"
 import { acceptanceOf, failureText, isPushStatus, stateLabel, stateText, verdictOf } from "./agentStatus.js"

@@ -2,11 +2,11 @@
  * What every view says of an agent's v2 status, pull or push alike (the tenant's status and list,
  * `attest up`'s table): its model, its verdict, its last failure as one line, and the state a
  * person reads. A push agent's status carries attest's push fields (`attestation_model: "push"`,
- * `last_evaluation`, `last_failure_reason`; src/verifier/push/render.ts); its operational state is
+ * `last_evaluation`, `last_failure_reason`; src/verifier/http/v3/pushRender.ts); its operational state is
  * not its state (the pull loop never runs for it): its acceptance is. Pure.
  */
 import type { AnyAgentStatus } from "../../schemas/Verifier.js"
-import { isOperationalState, OperationalState, stateName } from "../verifier/states.js"
+import { isOperationalState, OperationalState, stateName } from "../attestation/states.js"
 
 export type Verdict = "pass" | "fail" | "pending"
 

@@ -8,7 +8,7 @@ import { Either } from "effect"
 import type { IdentityQuote } from "../../schemas/Agent.js"
 import type { HashAlg } from "../tpm/hashAlg.js"
 import { verifyQuoteString } from "../tpm/verifyQuote.js"
-import { nkPcrValue } from "../verifier/evaluate/pcrs.js"
+import { nkPcrValue } from "../attestation/evaluate/pcrs.js"
 import { TenantError } from "./errors.js"
 
 const DATA_PCR = 16

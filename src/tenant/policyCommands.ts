@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs"
 import { Effect } from "effect"
-import { UsageError } from "../cli/exitCode.js"
+import { UsageError } from "../config/usageError.js"
 import type { Connections } from "./connect.js"
 import { table } from "./render.js"
 import type { Output } from "./run.js"

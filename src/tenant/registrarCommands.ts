@@ -7,7 +7,7 @@ import { X509Certificate } from "node:crypto"
 import { Effect, Either } from "effect"
 import type { AgentRecord } from "../../schemas/Registrar.js"
 import type { Connections } from "./connect.js"
-import { UsageError } from "../cli/exitCode.js"
+import { UsageError } from "../config/usageError.js"
 import { fields, table } from "./render.js"
 import type { Output } from "./run.js"
 

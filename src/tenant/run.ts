@@ -4,7 +4,7 @@
  * defect, ends as one line `attest tenant <command>: <reason>` on stderr (exit 1; usage errors 2).
  */
 import { Cause, Console, Effect, type Scope } from "effect"
-import { UsageError } from "../cli/exitCode.js"
+import { UsageError } from "../config/usageError.js"
 import { type Connections, connect } from "./connect.js"
 import { TenantError } from "./errors.js"
 import { loadSettings, type TenantFlags } from "./settings.js"

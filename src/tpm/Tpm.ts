@@ -1,6 +1,6 @@
 /**
  * The `Tpm` port: what attest asks of a TPM 2.0. Two layers implement it, the in-memory
- * `TpmSimulator` (src/tpm/simulator/) and `Tpm2Tools` (layers/Tpm2Tools.ts, a real TPM or swtpm
+ * `TpmSimulator` (src/tpm/simulator/) and `Tpm2Tools` (src/tpm/tpm2tools/Tpm2Tools.ts, a real TPM or swtpm
  * through tpm2-tools). Everything crosses as TPM wire bytes, so verification code never knows
  * which one produced a quote.
  */

@@ -16,10 +16,10 @@ export {
 export * from "./ekCertificate.js"
 
 // --- TpmSimulator layer (src/tpm/simulator/) ----------------------------------------------------
-export { TpmSimulator } from "../../layers/TpmSimulator.js"
+export { TpmSimulator } from "./simulator/TpmSimulator.js"
 export { makeSimulator, SIMULATOR_FIRMWARE_VERSION, type TpmSimulatorOptions } from "./simulator/Simulator.js"
 export { type ManufacturerCa, SIMULATOR_TPM, simulatorManufacturerCa } from "./simulator/manufacturer.js"
 
-// --- Tpm2Tools layer (layers/Tpm2Tools.ts) ------------------------------------------------------
-export { Tpm2Tools } from "../../layers/Tpm2Tools.js"
+// --- Tpm2Tools layer (src/tpm/tpm2tools/Tpm2Tools.ts) ------------------------------------------------------
+export { Tpm2Tools } from "./tpm2tools/Tpm2Tools.js"
 export { DEFAULT_TCTI, makeTpm2ToolsTpm, type Tpm2ToolsConfig } from "./tpm2tools/Tpm2ToolsTpm.js"

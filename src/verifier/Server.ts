@@ -1,44 +1,44 @@
 /**
  * The running verifier's API: one HTTPS listener (Keylime `port`, 8881; there is no plain-HTTP
  * port), the domain services, the authorization provider, and `GET /openapi.json` (public,
- * unversioned). Needs, from outside: `ServerTls` and `ClientIdentity` (layers/Tls.ts), `SqlClient`
- * with migrations applied (layers/Sql.ts), `VerifierConfig` and the pull loop's `PollerControl`
+ * unversioned). Needs, from outside: `ServerTls` and `ClientIdentity` (src/http/Tls.ts), `SqlClient`
+ * with migrations applied (src/db/Sql.ts), `VerifierConfig` and the pull loop's `PollerControl`
  * (`PollerControl.none` when this process polls nothing); fromConfig.ts composes them from the
  * `[verifier]` section.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { HttpServers } from "../../layers/HttpServers.js"
+import { HttpServers } from "../http/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
 import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
-import { verifierDocument } from "../ops/apiDocuments.js"
-import { serveOpenApi } from "../ops/openapi.js"
-import { AgentAdmin } from "./AgentAdmin.js"
-import { Agents } from "./Agents.js"
-import { VERIFIER_UNVERSIONED, VerifierApi } from "./Api.js"
+import { verifierDocument } from "./http/openapi.js"
+import { serveOpenApi } from "../http/openapi.js"
+import { AgentAdmin } from "./domain/AgentAdmin.js"
+import { Agents } from "./domain/Agents.js"
+import { VERIFIER_UNVERSIONED, VerifierApi } from "./http/Api.js"
 import {
   VerifierAgentsHttpLive,
   VerifierAllowlistsHttpLive,
   VerifierMbPoliciesHttpLive,
   VerifierVerifyHttpLive,
   VerifierVersionHttpLive
-} from "./Http.js"
-import { Policies } from "./policy/Policies.js"
-import { PolicyCache } from "./policy/PolicyCache.js"
-import { PushClientIdentity } from "./push/auth.js"
-import { ServerRootHttpLive, V3AdminHttpLive } from "./push/AdminHttp.js"
-import { PushDirectRoutes } from "./push/directRoutes.js"
+} from "./http/v2/Http.js"
+import { Policies } from "./domain/policy/Policies.js"
+import { PolicyCache } from "./domain/policy/PolicyCache.js"
+import { PushClientIdentity } from "./http/v3/auth.js"
+import { ServerRootHttpLive, V3AdminHttpLive } from "./http/v3/AdminHttp.js"
+import { PushDirectRoutes } from "./http/v3/directRoutes.js"
 import { Liveness } from "./push/Liveness.js"
-import { PushHttpLive } from "./push/Http.js"
-import { PushDomainLive } from "./push/Server.js"
-import { AgentRepo } from "./repo/AgentRepo.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
-import { serveEarJwks } from "./earIssuer.js"
+import { PushHttpLive } from "./http/v3/PushHttp.js"
+import { PushDomainLive } from "./push/PushDomain.js"
+import { AgentRepo } from "./domain/repo/AgentRepo.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./domain/repo/PolicyRepo.js"
+import { serveEarJwks } from "./domain/earIssuer.js"
 import { V2AuthorizationLive } from "./http/v2/authorization.js"
 import { V3AuthorizationLive } from "./http/v3/authorization.js"
-import { StatelessChecks } from "./Stateless.js"
+import { StatelessChecks } from "./stateless/Stateless.js"
 
 export interface VerifierServerOptions {
   readonly host: string
@@ -97,7 +97,7 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     Layer.provide(serveEarJwks),
     // v2 routes only: the push model's /v3 routes answer in JSON:API
     Layer.provide(serveMethodNotAllowed(routesOf(VerifierApi).filter((r) => !r.path.startsWith("/v3")))),
-    // a push attestation's two requests, answered without the router (push/directRoutes.ts)
+    // a push attestation's two requests, answered without the router (http/v3/directRoutes.ts)
     Layer.provide(
       PushDirectRoutes({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }).pipe(Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple")))
     ),

@@ -1,5 +1,5 @@
 /**
- * The `[verifier]` section → a running verifier: TLS and admins from layers/Tls.ts (tls_dir
+ * The `[verifier]` section → a running verifier: TLS and admins from src/http/Tls.ts (tls_dir
  * generate/default/path, server_key, server_cert, trusted_client_ca, trusted_client_crl with its
  * live reload), the database (SQLite under data_dir or database_url), the HTTPS listener, the
  * metrics listener (metrics_ip, metrics_port 9881; off at 0), both bounding slow clients
@@ -7,21 +7,21 @@
  * `poller` (PollerControl.none: nothing polled in this process).
  */
 import { Layer } from "effect"
-import { MetricsServer } from "../../layers/Metrics.js"
-import { DbLive } from "../../layers/Sql.js"
-import { ServerTlsWithAdmins } from "../../layers/Tls.js"
+import { MetricsServer } from "../http/MetricsListener.js"
+import { DbLive } from "../db/Sql.js"
+import { ServerTlsWithAdmins } from "../http/Tls.js"
 import { VerifierConfig } from "../config/services.js"
 import { sectionDefaults } from "../config/load.js"
 import { type VerifierOptions, verifierSection } from "../config/sections.js"
 import { listenerTimeoutsLayer } from "../http/timeouts.js"
-import { EarIssuer } from "./earIssuer.js"
-import { VerifierClientTls } from "./ClientTls.js"
-import { PollerLive } from "./Poller.js"
-import { PollerControl } from "./PollerControl.js"
-import { PolicyCache } from "./policy/PolicyCache.js"
-import { AgentRepo } from "./repo/AgentRepo.js"
-import { NotificationOutbox } from "./repo/NotificationOutbox.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
+import { EarIssuer } from "./domain/earIssuer.js"
+import { VerifierClientTls } from "./pull/ClientTls.js"
+import { PollerLive } from "./pull/Poller.js"
+import { PollerControl } from "./domain/PollerControl.js"
+import { PolicyCache } from "./domain/policy/PolicyCache.js"
+import { AgentRepo } from "./domain/repo/AgentRepo.js"
+import { NotificationOutbox } from "./domain/repo/NotificationOutbox.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "./domain/repo/PolicyRepo.js"
 import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
 
 /** A `[verifier]` section from defaults and the options given (for embedding without a config file). */

@@ -10,7 +10,7 @@ import { layer as systemLayer } from "../../src/agent/measurements/SystemMeasure
 import { parseEventLog, replayPcrs } from "../../src/boot/index.js"
 import { replayPcr10 } from "../../src/ima/replay.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import { vectorPath } from "../support/vectors.js"
 
 const hex = (b: Uint8Array | undefined) => Buffer.from(b ?? []).toString("hex")

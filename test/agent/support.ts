@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { type AgentOptions, layer as agentLayer, RunningAgent } from "../../src/agent/Agent.js"
 import { layer as machineLayer, type SimulatedMachineOptions } from "../../src/agent/measurements/SimulatedMachine.js"
 import { initCa } from "../../src/pki/ca.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 
 export interface TestCa {
   readonly dir: string

@@ -8,7 +8,7 @@ import * as crypto from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
 import { runAttest as attest } from "../support/cli.js"
 

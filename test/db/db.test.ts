@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted, Schema } from "effect"
-import { chooseBackend, DatabaseConfigError, DbLive } from "../../layers/Sql.js"
+import { chooseBackend, DatabaseConfigError, DbLive } from "../../src/db/Sql.js"
 import { columnTypes, DbBase64, DbBoolean, DbBytes, DbInteger, EpochSeconds, upsert } from "../../src/db/dialect.js"
 import { MIGRATIONS_TABLE, runMigrations } from "../../src/db/migrate.js"
 import { migrations } from "../../src/db/migrations/index.js"

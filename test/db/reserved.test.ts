@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
-import { DbLive } from "../../layers/Sql.js"
+import { DbLive } from "../../src/db/Sql.js"
 import { compiled, onReservedConnection } from "../../src/db/reserved.js"
 import { testDatabase, type TestBackend } from "../support/db.js"
 import { needsPostgres } from "../support/requirements.js"

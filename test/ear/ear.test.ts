@@ -29,7 +29,7 @@ import {
   verificationKeyOf,
   verifyEar
 } from "../../src/ear/index.js"
-import { defaultSeverityPolicy, makeSeverityPolicy, rateFailures } from "../../src/verifier/evaluate/severity.js"
+import { defaultSeverityPolicy, makeSeverityPolicy, rateFailures } from "../../src/attestation/evaluate/severity.js"
 import { eachCryptoPort } from "../support/cryptoPorts.js"
 
 const key = generateEarKey()

@@ -11,10 +11,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Ref } from "effect"
 import { join } from "node:path"
 import { type PushAgentStats, runPushAgent } from "../../src/push-agent/PushAgent.js"
-import { pushAttestationStatus } from "../../src/verifier/push/render.js"
-import { PushRepo } from "../../src/verifier/push/repo.js"
-import { AgentRepo } from "../../src/verifier/repo/AgentRepo.js"
-import { Agents } from "../../src/verifier/Agents.js"
+import { pushAttestationStatus } from "../../src/verifier/domain/pushStore/pushStatus.js"
+import { PushRepo } from "../../src/verifier/domain/pushStore/repo.js"
+import { AgentRepo } from "../../src/verifier/domain/repo/AgentRepo.js"
+import { Agents } from "../../src/verifier/domain/Agents.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
 import { testDatabase, throughRelay } from "../support/db.js"
 import { needsPostgres, postgresUrl } from "../support/requirements.js"
@@ -26,7 +26,7 @@ import { agentBody, newClientLog, verifierWithPoller, waitFor } from "../verifie
 const pgOk = await needsPostgres()
 const PULL = "dbloss00-d2f1-4a97-9ef7-75bd81c0c001"
 const PUSH = "d432fbb3-d2f1-4a97-9ef7-75bd81c0db10"
-/** The pg pool's bound (layers/Sql.ts). */
+/** The pg pool's bound (src/db/Sql.ts). */
 const POOL_MAX = 10
 const OUTAGE_MS = 8_000
 

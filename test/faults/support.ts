@@ -11,8 +11,8 @@ import { layer as agentLayer } from "../../src/agent/Agent.js"
 import { rawRequest } from "../../src/http/client.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
 import { layer as machineLayer } from "../../src/agent/measurements/SimulatedMachine.js"
-import { TpmSimulator } from "../../layers/TpmSimulator.js"
-import type { DatabaseOptions } from "../../layers/Sql.js"
+import { TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
+import type { DatabaseOptions } from "../../src/db/Sql.js"
 
 /** A simulated agent whose machine records (wall clock, entry) for every IMA list it is asked for. */
 export const recordedAgent = (agentId: string, dir: string, caPem: string) => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { DbLive } from "../../layers/Sql.js"
+import { DbLive } from "../../src/db/Sql.js"
 import { testDatabase } from "../support/db.js"
 import { makeTestPki, removePki, startVerifier } from "../verifier/apiHarness.js"
 import { recordedPolicyBase64, validBody } from "../verifier/support.js"

@@ -8,7 +8,7 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { Envelope } from "../../schemas/Envelope.js"
-import { BoundListeners, HttpServers } from "../../layers/HttpServers.js"
+import { BoundListeners, HttpServers } from "../../src/http/HttpServers.js"
 import { rawRequest } from "../../src/http/client.js"
 import { JSON_API_MEDIA_TYPE, jsonApiResponse } from "../../src/http/jsonapi.js"
 import { VERIFIER_VERSIONS } from "../../src/http/versions.js"

@@ -10,7 +10,7 @@ import * as http from "node:http"
 import { Envelope, NotFound, NotFoundE } from "../../schemas/Envelope.js"
 import { PortNumber } from "../../schemas/Common.js"
 import { rawRequest } from "../../src/http/client.js"
-import { BoundListeners, HttpServers } from "../../layers/HttpServers.js"
+import { BoundListeners, HttpServers } from "../../src/http/HttpServers.js"
 import { currentApiVersion, formatVersion, V2_VERSIONS } from "../../src/http/versions.js"
 
 class Things extends HttpApiGroup.make("things")

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
-import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
+import { MetricsEndpoint, MetricsServer } from "../../src/http/MetricsListener.js"
 import { rawRequest } from "../../src/http/client.js"
 import { recordAttestation, recordRegistration, unsafeRecordHttpRequest } from "../../src/ops/metrics.js"
 

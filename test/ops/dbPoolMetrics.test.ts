@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Schedule } from "effect"
-import { DbLive } from "../../layers/Sql.js"
+import { DbLive } from "../../src/db/Sql.js"
 import { scrapePrometheus } from "../../src/ops/prometheus.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"

@@ -1,11 +1,11 @@
 /**
- * layers/Logging.ts: each log_format's lines parse back with the agent id as a structured field,
+ * src/ops/Logging.ts: each log_format's lines parse back with the agent id as a structured field,
  * runMain's pretty logger is replaced (one line per entry, not two), and log_level filters.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { Console, Effect, Layer, Logger } from "effect"
-import { Logging, prettyLine } from "../../layers/Logging.js"
+import { Logging, prettyLine } from "../../src/ops/Logging.js"
 import type { LogFormat } from "../../src/config/operationsOptions.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
 

@@ -15,7 +15,7 @@ import {
   timeCheck
 } from "../../src/ops/metrics.js"
 import { scrapePrometheus } from "../../src/ops/prometheus.js"
-import { OperationalState } from "../../src/verifier/states.js"
+import { OperationalState } from "../../src/attestation/states.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
 
 const scrape = Effect.map(scrapePrometheus, parseExposition)

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI documents (src/ops/openapi.ts, src/ops/apiDocuments.ts): committed files are what the
+ * The OpenAPI documents (src/http/openapi.ts, src/cli/apiDocuments.ts): committed files are what the
  * code generates (scripts/openapi.ts --check, as CI runs it), every reference resolves, versioned
  * paths carry the version parameter, and errors are the envelope the platform serves (no
  * HttpApiDecodeError), with constant codes.
@@ -11,8 +11,10 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { AGENT_API_VERSIONS } from "../../src/agent/Http.js"
 import { V2_VERSIONS } from "../../src/http/versions.js"
-import { agentDocument, apiDocuments, registrarDocument } from "../../src/ops/apiDocuments.js"
-import type { JsonObject } from "../../src/ops/openapi.js"
+import { agentDocument } from "../../src/agent/openapi.js"
+import { apiDocuments } from "../../src/cli/apiDocuments.js"
+import { registrarDocument } from "../../src/registrar/openapi.js"
+import type { JsonObject } from "../../src/http/openapi.js"
 
 const root = resolve(__dirname, "../..")
 

@@ -1,5 +1,5 @@
 /**
- * A running registrar's `GET /metrics` (layers/Metrics.ts) after real registrations and
+ * A running registrar's `GET /metrics` (src/http/MetricsListener.ts) after real registrations and
  * activations with a simulated TPM: registrations and activations by result, HTTP requests by
  * listener, method, route template and status, all read back from the exposition; the listener
  * serves nothing else and is off when metrics_port is 0. `GET /openapi.json` is served too.
@@ -10,10 +10,10 @@ import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
-import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+import { MetricsEndpoint, MetricsServer } from "../../src/http/MetricsListener.js"
+import { simulatorManufacturerCa, TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import { rawRequest } from "../../src/http/client.js"
-import { registrarDocument } from "../../src/ops/apiDocuments.js"
+import { registrarDocument } from "../../src/registrar/openapi.js"
 import { PROMETHEUS_CONTENT_TYPE } from "../../src/ops/prometheus.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import { Tpm } from "../../src/tpm/Tpm.js"

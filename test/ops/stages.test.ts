@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
-import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
-import { Tracing } from "../../layers/Tracing.js"
+import { MetricsEndpoint, MetricsServer } from "../../src/http/MetricsListener.js"
+import { Tracing } from "../../src/ops/Tracing.js"
 import { rawRequest } from "../../src/http/client.js"
 import { attestOnce, enrol, openSession, pushVerifier, simulatedAgent, verdict } from "../push/support.js"
 import { type OtlpSpan, receiver } from "../support/otlp.js"

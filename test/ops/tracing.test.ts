@@ -1,5 +1,5 @@
 /**
- * Traces over OTLP/HTTP (layers/Tracing.ts) to a receiver in the test: a registrar request that
+ * Traces over OTLP/HTTP (src/ops/Tracing.ts) to a receiver in the test: a registrar request that
  * carries a W3C traceparent becomes a server span of that trace (its parent the caller's span,
  * with the route and status) and the domain span below it; the agent's registration carries its
  * trace to the registrar (client span → registrar server span); with no endpoint nothing is sent.
@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
 import { join } from "node:path"
-import { Tracing } from "../../layers/Tracing.js"
-import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+import { Tracing } from "../../src/ops/Tracing.js"
+import { simulatorManufacturerCa, TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import { registerOnce } from "../../src/agent/Registration.js"
 import { rawRequest } from "../../src/http/client.js"
 import { V2_VERSIONS } from "../../src/http/versions.js"

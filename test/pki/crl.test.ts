@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { initCa, loadCa, type LoadedCa } from "../../src/pki/ca.js"
 import { toPem } from "../../src/pki/certificate.js"
 import { issueCrl, loadVerifiedCrl, normalizeSerial, parseCrl, verifyCrl } from "../../src/pki/crl.js"
-import { PkiError } from "../../src/pki/errors.js"
+import { PkiError } from "../../src/crypto/pkiError.js"
 
 const newCa = (keyKind?: "ec-p256"): LoadedCa => {
   const dir = join(mkdtempSync(join(tmpdir(), "attest-crl-")), "cv_ca")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck } from "effect"
 import { generateKeyPair, issueCertificate, keyIdentifier } from "../../src/pki/certificate.js"
-import { certificateFields, oidToString, pathLenConstraint, subjectKeyIdentifier } from "../../src/pki/der.js"
+import { certificateFields, oidToString, pathLenConstraint, subjectKeyIdentifier } from "../../src/crypto/der.js"
 import { spkiDer } from "../../src/pki/keys.js"
 import { readVector } from "../support/vectors.js"
 

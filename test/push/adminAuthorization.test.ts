@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { backends } from "../verifier/support.js"
 import { ADMIN, callAs, callers, EXPIRED, FORMAT, matrixTokens, OWNER, type Route, runMatrix } from "./authorizationMatrix.js"
-import { EndedText } from "../../src/verifier/push/auth.js"
+import { EndedText } from "../../src/verifier/http/v3/auth.js"
 import { attestOnce, enrol, openSession, PushTestEnv, pushVerifier, simulatedAgent, verdict } from "./support.js"
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001"

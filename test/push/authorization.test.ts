@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { ADMIN, AGENT, callAs, callers, EXPIRED, matrixTokens, OWNER, type Route, runMatrix } from "./authorizationMatrix.js"
 import { enrol, openSession, PushTestEnv, pushVerifier, simulatedAgent } from "./support.js"
-import { EndedText } from "../../src/verifier/push/auth.js"
+import { EndedText } from "../../src/verifier/http/v3/auth.js"
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001"
 const B = "bbbbbbbb-0000-4000-8000-000000000002"

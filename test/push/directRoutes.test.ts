@@ -1,5 +1,5 @@
 /**
- * The direct routes (src/verifier/push/directRoutes.ts) answer a push attestation's two requests
+ * The direct routes (src/verifier/http/v3/directRoutes.ts) answer a push attestation's two requests
  * exactly as the router does. A query string sends the same request through the platform and the
  * router; each answer is compared whole (status, headers but the date, body) for refusals that
  * change nothing (bad token, other agent's token, wrong media type, malformed and invalid

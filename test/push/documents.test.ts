@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { AttestationCreateDocument } from "../../schemas/Push.js"
 import { JSON_API_MEDIA_TYPE } from "../../src/http/jsonapi.js"
-import { readDocument } from "../../src/verifier/push/documents.js"
+import { readDocument } from "../../src/verifier/http/v3/documents.js"
 
 const read = (body: unknown, contentType = JSON_API_MEDIA_TYPE) =>
   Either.flip(readDocument(AttestationCreateDocument, "attestation", contentType, typeof body === "string" ? body : JSON.stringify(body)))

@@ -12,8 +12,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Layer, Option } from "effect"
-import { Agents } from "../../src/verifier/Agents.js"
-import { PushRepo } from "../../src/verifier/push/repo.js"
+import { Agents } from "../../src/verifier/domain/Agents.js"
+import { PushRepo } from "../../src/verifier/domain/pushStore/repo.js"
 import { testDatabase, type TestBackend } from "../support/db.js"
 import { backends, validBody, verifierLayer } from "../verifier/support.js"
 

@@ -11,7 +11,7 @@ import * as crypto from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { simulatorManufacturerCa, TpmSimulator } from "../../layers/TpmSimulator.js"
+import { simulatorManufacturerCa, TpmSimulator } from "../../src/tpm/simulator/TpmSimulator.js"
 import { trustStoreOf } from "../../src/pki/chain.js"
 import {
   ActivationRaced,

@@ -11,7 +11,7 @@ import { Effect, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { DatabaseOptions } from "../../layers/Sql.js"
+import type { DatabaseOptions } from "../../src/db/Sql.js"
 import { postgresUrl } from "./requirements.js"
 
 export type TestBackend = "sqlite" | "pg"

@@ -20,7 +20,7 @@ import { prepareBootstrap, randomChallenge, verifyHmac } from "../../src/tenant/
 import { makeCertPackage } from "../../src/tenant/certPackage.js"
 import { negotiate, offered } from "../../src/tenant/versions.js"
 import { writeZip } from "../../src/tenant/zip.js"
-import { revocationBody } from "../../src/verifier/revocation.js"
+import { revocationBody } from "../../src/attestation/revocation.js"
 
 const agentId = "5c1d1f7e-0000-4000-8000-00000000b001"
 const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64")

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs"
 import * as https from "node:https"
 import * as net from "node:net"
 import { join } from "node:path"
-import { type AgentTarget, makeAgentClient, newNonce } from "../../src/verifier/AgentClient.js"
+import { type AgentTarget, makeAgentClient, newNonce } from "../../src/verifier/pull/AgentClient.js"
 import { closeClients, makeTestCa, RunningAgent, simulatedAgentLayer, tempDir } from "../agent/support.js"
 
 const agentId = "client00-d2f1-4a97-9ef7-75bd81c0c001"

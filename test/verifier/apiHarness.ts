@@ -5,13 +5,13 @@
  * recording PollerControl; and a raw client that parses the envelope.
  */
 import { Context, Effect, Layer } from "effect"
-import { BoundListeners } from "../../layers/HttpServers.js"
-import { DbLive, type DatabaseOptions } from "../../layers/Sql.js"
+import { BoundListeners } from "../../src/http/HttpServers.js"
+import { DbLive, type DatabaseOptions } from "../../src/db/Sql.js"
 import type { VerifierOptions } from "../../src/config/sections.js"
 import { rawRequest, type RawResponse } from "../../src/http/client.js"
-import { PollerControl } from "../../src/verifier/PollerControl.js"
+import { PollerControl } from "../../src/verifier/domain/PollerControl.js"
 import { VERIFIER_LISTENER, VerifierServerLive } from "../../src/verifier/Server.js"
-import { SnpTrustRoots } from "../../src/verifier/Stateless.js"
+import { SnpTrustRoots } from "../../src/verifier/stateless/Stateless.js"
 import type { SnpRoots } from "../../src/tee/index.js"
 import { type TestPki, testServerTls, type Who } from "../registrar/harness.js"
 import { recordingPoller, testConfig } from "./support.js"

@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DbLive } from "../../layers/Sql.js"
+import { DbLive } from "../../src/db/Sql.js"
 import { testDatabase } from "../support/db.js"
 import { readVectorText } from "../support/vectors.js"
 import { makeTestPki, removePki, startVerifier, summary, vcall } from "./apiHarness.js"

@@ -12,8 +12,8 @@ import {
   type MachineConfig,
   retryDelay,
   step
-} from "../../src/verifier/machine.js"
-import { OperationalState as S } from "../../src/verifier/states.js"
+} from "../../src/verifier/pull/machine.js"
+import { OperationalState as S } from "../../src/attestation/states.js"
 
 /** Keylime's defaults: every event is "emergency" (6, the highest) unless the policy says otherwise. */
 const config: MachineConfig = {

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
-import { MetricsEndpoint, MetricsServer } from "../../layers/Metrics.js"
+import { MetricsEndpoint, MetricsServer } from "../../src/http/MetricsListener.js"
 import { rawRequest } from "../../src/http/client.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"

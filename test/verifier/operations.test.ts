@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { HttpApiGroup } from "@effect/platform"
-import { VerifierApi } from "../../src/verifier/Api.js"
+import { VerifierApi } from "../../src/verifier/http/Api.js"
 import { V2Authorization, V3Authorization } from "../../src/verifier/http/authorization.js"
 import { verifierOperations } from "../../src/verifier/http/operations.js"
 

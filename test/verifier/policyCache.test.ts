@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Ref } from "effect"
-import { checksumOf, loadRuntime } from "../../src/verifier/policy/loadRuntime.js"
-import { Lru } from "../../src/verifier/policy/lru.js"
-import { makePolicyCache } from "../../src/verifier/policy/PolicyCache.js"
-import { EMPTY_RUNTIME_POLICY_TEXT } from "../../src/verifier/policy/runtimeUpload.js"
+import { checksumOf, loadRuntime } from "../../src/verifier/domain/policy/loadRuntime.js"
+import { Lru } from "../../src/verifier/domain/policy/lru.js"
+import { makePolicyCache } from "../../src/verifier/domain/policy/PolicyCache.js"
+import { EMPTY_RUNTIME_POLICY_TEXT } from "../../src/verifier/domain/policy/runtimeUpload.js"
 import { recordedPolicyBase64 } from "./support.js"
 
 const policyWithRelease = (release: number) => {

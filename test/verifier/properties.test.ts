@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
-import { decodeAgentCreation, REQUIRED_KEYS } from "../../src/verifier/agentBody.js"
-import { InvalidAgentBody, InvalidRuntimePolicy } from "../../src/verifier/errors.js"
-import { loadRuntime } from "../../src/verifier/policy/loadRuntime.js"
-import { prepareMbPolicy } from "../../src/verifier/policy/mbUpload.js"
-import { decodeMbPolicyRequest, decodeRuntimePolicyRequest } from "../../src/verifier/policy/Policies.js"
-import { prepareRuntimePolicy } from "../../src/verifier/policy/runtimeUpload.js"
-import { invalidAgentBodyText, invalidRuntimePolicyText } from "../../src/verifier/texts.js"
+import { decodeAgentCreation, REQUIRED_KEYS } from "../../src/verifier/domain/agentBody.js"
+import { InvalidAgentBody, InvalidRuntimePolicy } from "../../src/verifier/domain/errors.js"
+import { loadRuntime } from "../../src/verifier/domain/policy/loadRuntime.js"
+import { prepareMbPolicy } from "../../src/verifier/domain/policy/mbUpload.js"
+import { decodeMbPolicyRequest, decodeRuntimePolicyRequest } from "../../src/verifier/domain/policy/Policies.js"
+import { prepareRuntimePolicy } from "../../src/verifier/domain/policy/runtimeUpload.js"
+import { invalidAgentBodyText, invalidRuntimePolicyText } from "../../src/verifier/domain/texts.js"
 import { recordedPolicyBase64, validBody } from "./support.js"
 
 const KNOWN_FIELDS = [

@@ -7,12 +7,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted, TestClock } from "effect"
-import { EMPTY_MB_POLICY } from "../../src/verifier/policy/mbUpload.js"
-import { emptyRuntimePolicyData } from "../../src/verifier/policy/runtimeUpload.js"
-import { AgentRepo, type NewAgent } from "../../src/verifier/repo/AgentRepo.js"
-import { NotificationOutbox } from "../../src/verifier/repo/NotificationOutbox.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "../../src/verifier/repo/PolicyRepo.js"
-import { OperationalState } from "../../src/verifier/states.js"
+import { EMPTY_MB_POLICY } from "../../src/verifier/domain/policy/mbUpload.js"
+import { emptyRuntimePolicyData } from "../../src/verifier/domain/policy/runtimeUpload.js"
+import { AgentRepo, type NewAgent } from "../../src/verifier/domain/repo/AgentRepo.js"
+import { NotificationOutbox } from "../../src/verifier/domain/repo/NotificationOutbox.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "../../src/verifier/domain/repo/PolicyRepo.js"
+import { OperationalState } from "../../src/attestation/states.js"
 import { testDatabase } from "../support/db.js"
 import { backends, verifierLayer } from "./support.js"
 

@@ -8,7 +8,7 @@ import { Either, Redacted } from "effect"
 import * as crypto from "node:crypto"
 import { checkRevocation } from "../../src/agent/revocation.js"
 import { issueCertificate, toPem } from "../../src/pki/certificate.js"
-import { asctime, revocationBody, type RevocationInput, revocationMessage, signRevocation } from "../../src/verifier/revocation.js"
+import { asctime, revocationBody, type RevocationInput, revocationMessage, signRevocation } from "../../src/attestation/revocation.js"
 
 /** The body the mock agent received from Keylime (keylime-wire.md §6). */
 const OBSERVED_MSG =

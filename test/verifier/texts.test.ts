@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { parseVersion } from "../../src/http/versions.js"
-import { pythonJsonDumps } from "../../src/verifier/pythonJson.js"
-import { pythonExpectingValueAt } from "../../src/verifier/pythonJsonErrors.js"
-import { encAlgForVersion, intervalText, renderAgentStatus } from "../../src/verifier/render.js"
-import type { AgentView } from "../../src/verifier/repo/rows.js"
-import { attestationStatus } from "../../src/verifier/states.js"
-import { pythonRepr, VerifierAction, VerifierText as T } from "../../src/verifier/texts.js"
+import { pythonJsonDumps } from "../../src/attestation/pythonJson.js"
+import { pythonExpectingValueAt } from "../../src/attestation/pythonJsonErrors.js"
+import { encAlgForVersion, intervalText, renderAgentStatus } from "../../src/verifier/domain/agentStatus.js"
+import type { AgentView } from "../../src/verifier/domain/repo/rows.js"
+import { attestationStatus } from "../../src/attestation/states.js"
+import { pythonRepr, VerifierAction, VerifierText as T } from "../../src/verifier/domain/texts.js"
 import { record, verifierRecords } from "./support.js"
 
 const AGENT_A = "d432fbb3-d2f1-4a97-9ef7-75bd81c00011"

@@ -8,7 +8,7 @@ import { Console, Effect, Either, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import { type EarVerificationKey, keyFromPem, keysFromJwks } from "../../ear/key.js"
 import { overallStatus, verifyEar } from "../../ear/token.js"
-import { UsageError } from "../exitCode.js"
+import { UsageError } from "../../config/usageError.js"
 
 const CMD = "attest ear verify"
 

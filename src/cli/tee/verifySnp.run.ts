@@ -6,10 +6,10 @@
  */
 import { FileSystem } from "@effect/platform"
 import { Clock, Console, Effect, Option, Schema } from "effect"
-import { fromPem, isPemText } from "../../pki/pem.js"
+import { fromPem, isPemText } from "../../crypto/pem.js"
 import { verifySnpEvidence, verifyTeeEvidence, type TeeVerdict } from "../../tee/index.js"
 import { SNP_REPORT_SIZE } from "../../tee/snp/report.js"
-import { UsageError } from "../exitCode.js"
+import { UsageError } from "../../config/usageError.js"
 
 const CMD = "attest tee verify-snp"
 

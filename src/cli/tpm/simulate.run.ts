@@ -1,7 +1,7 @@
 /** How `attest tpm simulate` runs: a simulated TPM's EK, AK and one quote in Keylime's form. */
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Either, Option } from "effect"
-import { TpmSimulator } from "../../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../tpm/simulator/TpmSimulator.js"
 import { toBase64 } from "../../tpm/bytes.js"
 import { marshalPcrBlob, pcrBlobOf } from "../../tpm/pcrBlob.js"
 import { normalizeSelection } from "../../tpm/pcrSelection.js"

@@ -1,7 +1,7 @@
 /** `attest tpm simulator-ca` (implementation, loaded when the command runs). */
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
-import { simulatorManufacturerCa } from "../../../layers/TpmSimulator.js"
+import { simulatorManufacturerCa } from "../../tpm/simulator/TpmSimulator.js"
 import { TpmCommandError } from "./errors.js"
 
 export const run = (args: { readonly out: Option.Option<string> }) =>

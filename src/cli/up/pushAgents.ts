@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { MeasurementSource, type MeasurementSourceShape } from "../../agent/measurements/MeasurementSource.js"
 import { layer as simulatedMachine, SimulatedMachine, type SimulatedMachineShape } from "../../agent/measurements/SimulatedMachine.js"
 import { type PushAgentStats, runPushAgent } from "../../push-agent/PushAgent.js"
-import { TpmSimulator } from "../../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../tpm/simulator/TpmSimulator.js"
 
 export interface UpPushAgent {
   /** The agent's number in `attest up` (after the pull agents'). */

@@ -14,7 +14,7 @@ import { cryptoPort } from "../../crypto/active.js"
 import { latin1 } from "../../crypto/encoding.js"
 import type { PublicKey } from "../../crypto/port.js"
 import { type Certificate, readCertificate } from "../../crypto/x509.js"
-import { readTlv } from "../../pki/der.js"
+import { readTlv } from "../../crypto/der.js"
 import { productLineOf, type ProductLine, type TcbParts } from "./tcb.js"
 
 export const AMD_VCEK_OID = {

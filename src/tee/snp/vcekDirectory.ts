@@ -10,7 +10,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, Effect, Either } from "effect"
-import { fromPem, isPemText } from "../../pki/pem.js"
+import { fromPem, isPemText } from "../../crypto/pem.js"
 import { decodeTcb, tcbEquals } from "./tcb.js"
 import { parseVcek, type Vcek } from "./vcek.js"
 

@@ -100,8 +100,22 @@ const prime = (drbg: Drbg, bits: number): bigint => {
   }
 }
 
-/** Deterministic RSA private key of `bits` (2048, 3072, …), e = 65537. */
+/** Keys derived so far: the same (seed, label, bits) always gives the same key, and a prime search costs ~0.3 s. */
+const derivedRsa = new Map<string, KeyObject>()
+const DERIVED_RSA_KEPT = 256
+
+/** Deterministic RSA private key of `bits` (2048, 3072, …), e = 65537 (made once per process). */
 export const deriveRsaKey = (seed: Uint8Array, label: string, bits: number): KeyObject => {
+  const key = `${Buffer.from(seed).toString("hex")}:${bits}:${label}`
+  const known = derivedRsa.get(key)
+  if (known !== undefined) return known
+  const made = searchRsaKey(seed, label, bits)
+  if (derivedRsa.size >= DERIVED_RSA_KEPT) derivedRsa.delete(derivedRsa.keys().next().value!)
+  derivedRsa.set(key, made)
+  return made
+}
+
+const searchRsaKey = (seed: Uint8Array, label: string, bits: number): KeyObject => {
   const drbg = new Drbg(seed, `rsa${bits}:${label}`)
   for (;;) {
     const p = prime(drbg, bits / 2)

@@ -5,8 +5,8 @@
  * /v3.0/) and the unversioned documents are served to anyone without asking the provider.
  */
 import { adminOperation, agentOperation, agentOrAdminOperation, operationTable, publicOperation } from "../../http/operations.js"
-import { VerifierApi } from "../Api.js"
-import { VerifierAction as A } from "../texts.js"
+import { VerifierApi } from "./Api.js"
+import { VerifierAction as A } from "../domain/texts.js"
 
 export const verifierOperations = operationTable(VerifierApi, {
   version: { version: publicOperation("get_version"), versions: publicOperation("get_version") },

@@ -14,7 +14,7 @@
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { VerifierConfig } from "../../config/services.js"
-import { PushRepo } from "./repo.js"
+import { PushRepo } from "../domain/pushStore/repo.js"
 
 /** Longest sleep between checks, so a deadline written by another process is seen. */
 const MAX_SLEEP_MS = 30_000

@@ -5,7 +5,7 @@
  * agents made with their AKs.
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
-import { PushRepo } from "./repo.js"
+import { PushRepo } from "../domain/pushStore/repo.js"
 
 /** How often expired sessions are deleted. */
 export const SESSION_SWEEP_INTERVAL = Duration.minutes(1)

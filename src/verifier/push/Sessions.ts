@@ -20,9 +20,9 @@ import { verifyCertify } from "../../tpm/verifyCertify.js"
 import { challengeOf, newChallengeKey, newSessionId, sessionCreatedAt } from "./challenges.js"
 import { SessionNotFound, SessionRateLimited, SessionRequestInvalid, TokenRefused } from "./errors.js"
 import { addressKey, makeRateLimiter } from "./rateLimit.js"
-import { PushRepo } from "./repo.js"
-import type { SessionRow, SessionState } from "./rows.js"
-import { TokenCache } from "./tokenCache.js"
+import { PushRepo } from "../domain/pushStore/repo.js"
+import type { SessionRow, SessionState } from "../domain/pushStore/rows.js"
+import { TokenCache } from "../domain/pushStore/tokenCache.js"
 
 /** What a PATCH came to: Keylime answers 200 pass, 200 fail (expired challenge, unknown agent) or 401 fail (bad proof). */
 export type SessionOutcome =

@@ -5,15 +5,15 @@
  */
 import { Data, Effect, Either } from "effect"
 import { VerifierConfig } from "../../config/services.js"
-import { severityPolicyFromOptions } from "../evaluate/severity.js"
-import { parseTpmPolicy } from "../evaluate/tpmPolicy.js"
-import type { AgentPolicy } from "../evaluate/types.js"
-import { Lru } from "../policy/lru.js"
-import { PolicyCache } from "../policy/PolicyCache.js"
-import { compileSettingsOf, compileStoredAgent, policyKey, type StoredPolicySources } from "../policy/storedPolicies.js"
-import { MbPolicyRepo, RuntimePolicyRepo } from "../repo/PolicyRepo.js"
+import { severityPolicyFromOptions } from "../../attestation/evaluate/severity.js"
+import { parseTpmPolicy } from "../../attestation/evaluate/tpmPolicy.js"
+import type { AgentPolicy } from "../../attestation/evaluate/types.js"
+import { Lru } from "../domain/policy/lru.js"
+import { PolicyCache } from "../domain/policy/PolicyCache.js"
+import { compileSettingsOf, compileStoredAgent, policyKey, type StoredPolicySources } from "../domain/policy/storedPolicies.js"
+import { MbPolicyRepo, RuntimePolicyRepo } from "../domain/repo/PolicyRepo.js"
 import type { NegotiationPolicy } from "./negotiate.js"
-import type { PushAgentFacts } from "./rows.js"
+import type { PushAgentFacts } from "../domain/pushStore/rows.js"
 
 /** A `[verifier]` option the push verification cannot use: stops start-up, the message names it. */
 export class PushConfigError extends Data.TaggedError("PushConfigError")<{ readonly message: string }> {}

@@ -1,9 +1,10 @@
 /**
  * The push model's domain errors, with the facts (agent id, index, field, seconds to wait).
- * push/Http.ts maps each to its status, JSON:API code and Keylime's detail text (push-model.md
+ * http/v3/PushHttp.ts maps each to its status, JSON:API code and Keylime's detail text (push-model.md
  * §1.3-1.6, §5).
  */
 import { Schema } from "effect"
+import { SessionEndReason } from "../domain/pushStore/rows.js"
 
 export class PushAgentNotFound extends Schema.TaggedError<PushAgentNotFound>()("PushAgentNotFound", { agentId: Schema.String }) {}
 
@@ -56,10 +57,6 @@ export class SessionRateLimited extends Schema.TaggedError<SessionRateLimited>()
   scope: Schema.Literal("ip", "proofs", "agent"),
   retryAfterSeconds: Schema.Number
 }) {}
-
-/** Why a token ended before its expiry: an administrator's change of its agent, or a newer session of the agent. */
-export const SessionEndReason = Schema.Literal("deleted", "stopped", "reactivated", "enrolled", "reconfigured", "replaced")
-export type SessionEndReason = typeof SessionEndReason.Type
 
 /** A bearer token that does not authenticate; `reason` picks Keylime's text (`ended`: attest's, with why). */
 export class TokenRefused extends Schema.TaggedError<TokenRefused>()("TokenRefused", {

@@ -6,7 +6,7 @@
 import { Either } from "effect"
 import type { EvidenceCollected, EvidenceRequested, FailureReason } from "../../../schemas/Push.js"
 import type { Failure } from "../../../schemas/Evidence.js"
-import type { TpmEvidence } from "../evaluate/types.js"
+import type { TpmEvidence } from "../../attestation/evaluate/types.js"
 import { InvalidResourceData } from "./errors.js"
 
 const POINTER = "/data/attributes/evidence_collected"

@@ -5,8 +5,8 @@
  * agent, taken by phase 2 or replaced by the next phase 1; an agent whose phase 2 reaches another
  * process, or comes after the challenge expired, goes the reading way.
  */
-import type { EvaluationState } from "../evaluate/state.js"
-import type { LatestAttestation, PushAgentFacts } from "./rows.js"
+import type { EvaluationState } from "../../attestation/evaluate/state.js"
+import type { LatestAttestation, PushAgentFacts } from "../domain/pushStore/rows.js"
 
 export interface Handoff {
   readonly latest: LatestAttestation

@@ -10,8 +10,8 @@
  */
 import { Either } from "effect"
 import type { CertificationKey, EvidenceRequested, EvidenceSupported, LogCapabilities, TpmQuoteCapabilities } from "../../../schemas/Push.js"
-import { isAccepted } from "../evaluate/algorithms.js"
-import { IMA_PCR, MEASURED_BOOT_PCRS } from "../evaluate/tpmPolicy.js"
+import { isAccepted } from "../../attestation/evaluate/algorithms.js"
+import { IMA_PCR, MEASURED_BOOT_PCRS } from "../../attestation/evaluate/tpmPolicy.js"
 import { InvalidResourceData } from "./errors.js"
 
 export interface NegotiationPolicy {

@@ -4,19 +4,19 @@
  * types, stage timings, and the EAR verdict when one was asked for). Pure and synchronous: the
  * workers (statelessWorker.ts) run it off the event loop that serves agents, and anything that
  * replaces how policies are compiled plugs in through `VerifyEvidenceContext` without touching
- * the worker plumbing. The texts are the HTTP layer's (src/verifier/Http.ts answered them before).
+ * the worker plumbing. The texts are the HTTP layer's (src/verifier/http/v2/Http.ts answered them before).
  */
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { BadRequest, BadRequestE, BadRequestWithResults, BadRequestWithResultsE, Envelope, StatusText } from "../../../schemas/Envelope.js"
+import { EvidenceResults } from "../../../schemas/Evidence.js"
 import { type EarVerdict, fromEvaluation } from "../../ear/appraisal.js"
 import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "../../http/body.js"
 import type { ApiVersion } from "../../http/versions.js"
-import { EvidenceResults } from "../api/verify.js"
-import type { StageTiming } from "../evaluate/types.js"
-import type { EvidenceRequestError } from "../evidenceRequest.js"
-import { VerifierText } from "../texts.js"
-import { inputErrorResults, type VerifyEvidenceContext, verifyEvidenceRequest } from "../verifyEvidence.js"
+import type { StageTiming } from "../../attestation/evaluate/types.js"
+import type { EvidenceRequestError } from "./evidenceRequest.js"
+import { VerifierText } from "../domain/texts.js"
+import { inputErrorResults, type VerifyEvidenceContext, verifyEvidenceRequest } from "./verifyEvidence.js"
 
 /** What one request came to. */
 export interface EvidenceJudgement {

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto"
 import type { Either } from "effect"
 import type { CompiledPolicy } from "../../ima/policy.js"
-import type { EvidenceInputInvalid } from "../evidenceRequest.js"
+import type { EvidenceInputInvalid } from "./evidenceRequest.js"
 
 type Compiled = Either.Either<CompiledPolicy, EvidenceInputInvalid>
 

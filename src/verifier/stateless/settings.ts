@@ -7,9 +7,9 @@
 import { Data, Effect, Either } from "effect"
 import { builtinMbPolicies, MbPolicyRegistry } from "../../boot/policy.js"
 import { loadVcekDirectory, makeChainCache, type SnpRoots, verifyTeeEvidence } from "../../tee/index.js"
-import { severityPolicyFromOptions } from "../evaluate/severity.js"
-import type { TeeVerifier } from "../evaluate/types.js"
-import { runtimePolicyOf, type VerifyEvidenceContext } from "../verifyEvidence.js"
+import { severityPolicyFromOptions } from "../../attestation/evaluate/severity.js"
+import type { TeeVerifier } from "../../attestation/evaluate/types.js"
+import { runtimePolicyOf, type VerifyEvidenceContext } from "./verifyEvidence.js"
 import type { StatelessPolicyCache } from "./policyCache.js"
 
 /** A `[verifier]` option the stateless checks cannot use; the message names it. */

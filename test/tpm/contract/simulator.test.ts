@@ -1,6 +1,6 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { TpmSimulator } from "../../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../../src/tpm/simulator/TpmSimulator.js"
 import { makeSimulator } from "../../../src/tpm/simulator/Simulator.js"
 import { ReopenTpm, tpmContract } from "./contract.js"
 

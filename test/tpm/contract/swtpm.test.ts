@@ -1,7 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { Tpm2Tools } from "../../../layers/Tpm2Tools.js"
+import { Tpm2Tools } from "../../../src/tpm/tpm2tools/Tpm2Tools.js"
 import { makeTpm2ToolsTpm } from "../../../src/tpm/tpm2tools/Tpm2ToolsTpm.js"
 import { needsSwtpm } from "../../support/requirements.js"
 import { SwtpmHarness } from "../../support/swtpm.js"

@@ -19,7 +19,7 @@ import { decodeRuntimePolicy } from "../../../schemas/RuntimePolicy.js"
 import { marshalPcrBlob, pcrBlobOf } from "../../../src/tpm/pcrBlob.js"
 import { encodeQuoteString } from "../../../src/tpm/quoteString.js"
 import { Tpm } from "../../../src/tpm/Tpm.js"
-import { TpmSimulator } from "../../../layers/TpmSimulator.js"
+import { TpmSimulator } from "../../../src/tpm/simulator/TpmSimulator.js"
 import {
   type AgentPolicy,
   evaluateEvidence,

@@ -1,7 +1,7 @@
 /** The persisted evaluation state: a JSON codec (round trip, and garbage is a typed error). */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
-import { EvaluationStateFromJson } from "../../../src/verifier/evaluate/state.js"
+import { EvaluationStateFromJson } from "../../../src/attestation/evaluate/state.js"
 import {
   decodeEvaluationState,
   encodeEvaluationState,

@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { Forbidden } from "../../../../schemas/Envelope.js"
 import { AuthorizationProvider, authorizePublic, authorizeWith } from "../../../http/authorization.js"
 import { ClientIdentity } from "../../../http/identity.js"
-import { forbiddenText } from "../../httpErrors.js"
+import { forbiddenText } from "./httpErrors.js"
 import { V2Authorization } from "../authorization.js"
 import { verifierOperations } from "../operations.js"
 

@@ -13,7 +13,7 @@ import { AuthorizationProvider, authorizePublic } from "../../../http/authorizat
 import { ClientIdentity, type Identity } from "../../../http/identity.js"
 import { jsonApiRefused } from "../../../http/jsonapi.js"
 import type { RouteOperation } from "../../../http/operations.js"
-import { authorizeIdentified, type Identified, identifyV3, type V3Authorizer } from "../../push/auth.js"
+import { authorizeIdentified, type Identified, identifyV3, type V3Authorizer } from "./auth.js"
 import { Sessions } from "../../push/Sessions.js"
 import { V3Authorization } from "../authorization.js"
 import { verifierOperations } from "../operations.js"
