@@ -27,7 +27,7 @@
  *
  * and BoundListeners says where each one listens (port 0 picks a free port).
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
@@ -124,18 +124,25 @@ export interface BoundListener {
   readonly url: string
 }
 
-/** A route answered from node's request itself; true when it took the request (it answers it). */
-export type DirectHandler = (request: http.IncomingMessage, response: http.ServerResponse) => boolean
-
 /**
- * Routes answered without the router, per listener (optional in context): a server whose few hot
- * routes cost more in the HttpApi pipeline than in their own work answers them from node's
- * request (the verifier's push attestations: src/verifier/http/v3/directRoutes.ts). Every other
- * request, and any the handler declines, goes through the platform and the router as before.
+ * An HttpApp in front of the platform and the API app, per listener: it answers its own few
+ * requests and hands every other to `next` (the platform, then the router). A server whose hot
+ * routes cost more in the HttpApi pipeline than in their own work answers them here (the
+ * verifier's push attestations: src/verifier/http/v3/directRoutes.ts).
  */
-export class DirectRoutes extends Context.Tag("attest/http/DirectRoutes")<
-  DirectRoutes,
-  (listener: Listener) => DirectHandler | undefined
+export interface FrontApp {
+  readonly app: <E, R>(next: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
+  /**
+   * Requests served without the HTTP server span: its URL parse and attributes cost a hot route
+   * as much as the front app saves (the front app counts its requests in the metrics itself).
+   */
+  readonly untraced?: (request: HttpServerRequest.HttpServerRequest) => boolean
+}
+
+/** The front app of each listener (optional in context; undefined for a listener without one). */
+export class FrontApps extends Context.Tag("attest/http/FrontApps")<
+  FrontApps,
+  (listener: Listener) => FrontApp | undefined
 >() {}
 
 /** Where each listener actually listens (its port is known only after binding when 0 was asked). */
@@ -147,7 +154,7 @@ export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
 const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>) =>
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
-    const direct = yield* Effect.serviceOption(DirectRoutes)
+    const fronts = yield* Effect.serviceOption(FrontApps)
     const timeouts = yield* ListenerTimeouts
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
@@ -155,9 +162,15 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       const server = yield* serveNode(l.name, node, { host: l.host, port: l.port })
       const listener: Listener = { name: l.name, tls: l.tls !== undefined }
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
-      yield* server.serve(platformMiddleware(options, listener)(app))
-      const handler = Option.isSome(direct) ? direct.value(listener) : undefined
-      if (handler !== undefined) answerDirectFirst(node, handler)
+      const platformApp = platformMiddleware(options, listener)(app)
+      const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
+      if (front === undefined) yield* server.serve(platformApp)
+      else {
+        const untraced = front.untraced
+        const serving = server.serve(front.app(platformApp))
+        // the server takes its runtime (and the tracer's switch in it) from where serve() runs
+        yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      }
       const address = node.address() as AddressInfo
       const url = `${l.tls === undefined ? "http" : "https"}://${formatAddress(address.address, address.port)}`
       bound.set(l.name, { name: l.name, host: address.address, port: address.port, tls: l.tls !== undefined, url })
@@ -165,13 +178,6 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
     }
     return bound as ReadonlyMap<string, BoundListener>
   })
-
-/** The direct handler sees each request before the server's own listener (the platform's). */
-const answerDirectFirst = (node: http.Server, handler: DirectHandler) => {
-  const emit = node.emit.bind(node) as (event: string, ...args: Array<unknown>) => boolean
-  node.emit = ((event: string, ...args: Array<unknown>) =>
-    event === "request" && handler(args[0] as http.IncomingMessage, args[1] as http.ServerResponse) ? true : emit(event, ...args)) as typeof node.emit
-}
 
 const platformLayers = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
   layer.pipe(

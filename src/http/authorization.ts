@@ -6,7 +6,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, FiberRef, Layer } from "effect"
 import { BadRequest, Forbidden } from "../../schemas/Envelope.js"
-import { ClientIdentity, currentListener, type Identity } from "./identity.js"
+import { ClientIdentity, type ClientIdentityShape, currentListener, type Identity } from "./identity.js"
 
 export type OperationClass = "public" | "agent" | "agentOrAdmin" | "admin"
 
@@ -97,17 +97,24 @@ export interface OperationOptions {
   readonly tlsOnly?: boolean
 }
 
+/** The services an authorization decision stands on (a middleware takes them when it is built). */
+export interface Authorizer {
+  readonly identity: ClientIdentityShape
+  readonly provider: AuthorizationProviderShape
+}
+
 /**
- * The check a handler runs first: identifies the caller and asks the provider. Admin operations
- * reached over the plain listener fail with 400 (Keylime answers 400 there too) and a text saying
- * where they are served.
+ * Identifies the caller and asks the provider. Admin operations reached over the plain listener
+ * fail with 400 (Keylime answers 400 there too) and a text saying where they are served.
  */
-export const authorize = (
+export const authorizeWith = (
+  authorizer: Authorizer,
+  request: HttpServerRequest.HttpServerRequest,
   action: string,
   operationClass: OperationClass,
   resourceAgentId?: string,
   options: OperationOptions = {}
-): Effect.Effect<Identity, Forbidden | BadRequest, ClientIdentity | AuthorizationProvider | HttpServerRequest.HttpServerRequest> =>
+): Effect.Effect<Identity, Forbidden | BadRequest> =>
   Effect.gen(function*() {
     const listener = yield* FiberRef.get(currentListener)
     if ((options.tlsOnly === true || operationClass === "admin") && !listener.tls) {
@@ -115,14 +122,33 @@ export const authorize = (
         message: `Action ${action} is only served on the HTTPS (mTLS) port, not on the plain HTTP port`
       })
     }
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const identity = yield* (yield* ClientIdentity).identify(request)
-    const provider = yield* AuthorizationProvider
-    yield* provider.authorize({
+    const identity = yield* authorizer.identity.identify(request)
+    yield* authorizer.provider.authorize({
       action,
       operationClass,
       identity,
       ...(resourceAgentId === undefined ? {} : { resourceAgentId })
     })
     return identity
+  })
+
+/**
+ * Public operations are put to the provider without identifying the caller: the simple provider
+ * allows them to anyone, and identifying means parsing and chain-checking the client certificate, a
+ * fifth of the CPU of a verify/evidence request (bench/verify-evidence.ts).
+ */
+export const authorizePublic = (provider: AuthorizationProviderShape, action: string) =>
+  provider.authorize({ action, operationClass: "public", identity: { _tag: "Anonymous", reason: "public operation: caller not identified" } })
+
+/** The check a handler runs first: authorizeWith the ClientIdentity and provider in context. */
+export const authorize = (
+  action: string,
+  operationClass: OperationClass,
+  resourceAgentId?: string,
+  options: OperationOptions = {}
+): Effect.Effect<Identity, Forbidden | BadRequest, ClientIdentity | AuthorizationProvider | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const authorizer = { identity: yield* ClientIdentity, provider: yield* AuthorizationProvider }
+    return yield* authorizeWith(authorizer, request, action, operationClass, resourceAgentId, options)
   })

@@ -6,7 +6,7 @@ import { HttpServerError, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Cause, Effect, FiberRef, Option, ParseResult } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
-import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
+import { currentRequestPath, jsonApiPlatformError, JsonApiRefused } from "./jsonapi.js"
 import { currentFamily } from "./versions.js"
 
 export const envelopeResponse = (code: number, status: string, results: unknown = {}) =>
@@ -79,6 +79,8 @@ export const envelopeUndeclared = <E, R>(app: Effect.Effect<HttpServerResponse.H
         if (e instanceof HttpApiDecodeError) {
           return refuse(400, `Invalid request: ${describeDecodeError(e)}`)
         }
+        // a refusal that carries its JSON:API answer (an authorization middleware's)
+        if (e instanceof JsonApiRefused) return e.response
         if (HttpServerError.isServerError(e) && e._tag === "RouteNotFound") {
           const line = yield* FiberRef.get(originalRequestLine)
           return refuse(404, StatusText.notFound(line.method, line.path))

@@ -36,6 +36,8 @@ import { PushDomainLive } from "./push/PushDomain.js"
 import { AgentRepo } from "./domain/repo/AgentRepo.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./domain/repo/PolicyRepo.js"
 import { serveEarJwks } from "./domain/earIssuer.js"
+import { V2AuthorizationLive } from "./http/v2/authorization.js"
+import { V3AuthorizationLive } from "./http/v3/authorization.js"
 import { StatelessChecks } from "./stateless/Stateless.js"
 
 export interface VerifierServerOptions {
@@ -76,6 +78,8 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
       V3AdminHttpLive,
       ServerRootHttpLive
     ]),
+    // the authorization middlewares of the groups (http/authorization.ts)
+    Layer.provide([V2AuthorizationLive, V3AuthorizationLive]),
     Layer.provide(VerifierDomainLive),
     Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
   )

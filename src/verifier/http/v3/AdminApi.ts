@@ -10,6 +10,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentCreateDocument, AgentPatchDocument, ImaPolicyDocument, UefiRefstateDocument } from "../../../../schemas/V3Admin.js"
 import { V3_ROUTE_PREFIX } from "../../../http/versions.js"
+import { V3Authorization } from "../authorization.js"
 
 const AgentPath = Schema.Struct({ agent_id: Schema.String })
 const NamePath = Schema.Struct({ name: Schema.String })
@@ -68,6 +69,7 @@ export class V3AdminGroup extends HttpApiGroup.make("v3admin")
       .annotate(OpenApi.Summary, "Delete a UEFI reference state no agent uses: 204; 409 naming the agent (admin)")
   )
   .prefix(V3_ROUTE_PREFIX)
+  .middleware(V3Authorization)
 {}
 
 /** `GET /`: server information is a redirect to the newest API (Keylime's, push-model.md §2.5). */

@@ -1,6 +1,6 @@
 /**
- * Handlers of the API 3.0 administration routes (push/AdminApi.ts): authorization first (push/auth.ts
- * through `guarded`: 401/403 with spec §7.3's texts), then the request document (push/documents.ts),
+ * Handlers of the API 3.0 administration routes (push/AdminApi.ts), the caller authorized before
+ * (V3Authorization, http/authorization.ts: 401/403 with spec §7.3's texts): the request document (push/documents.ts),
  * then the v2 domain (Agents, Policies) or AgentAdmin for what v2 has no route for (the full
  * record, PATCH). Domain errors become JSON:API errors in adminErrors.ts; statuses of success are
  * chosen here: 201 with Location for a creation, 200 with the resource for a read or PATCH, 204
@@ -20,11 +20,10 @@ import type { RuntimePolicyResponse } from "../../../../schemas/Verifier.js"
 import type { VerifierDomainError } from "../v2/httpErrors.js"
 import { Policies } from "../../domain/policy/Policies.js"
 import type { RenderSettings } from "../../domain/agentStatus.js"
-import { VerifierAction } from "../../domain/texts.js"
 import { type AdminOperation, adminErrorOf } from "./adminErrors.js"
 import { agentPath, agentResource, documentOf, imaPolicyPath, imaPolicyResource, nameResource, uefiRefstatePath, uefiRefstateResource } from "./adminRender.js"
 import { readDocument } from "./documents.js"
-import { errorsResponse, guarded, refusalResponse } from "./PushHttp.js"
+import { errorsResponse, refusalResponse } from "./PushHttp.js"
 import { versionPrefixOf } from "./pushRender.js"
 
 type Response = HttpServerResponse.HttpServerResponse
@@ -80,30 +79,32 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           return jsonApiResponse(status, documentOf(uefiRefstateResource(p, prefix), withLocation ? self : path), withLocation ? { location: self } : {})
         }))
 
+    // creations and PATCHes read their document raw (push/documents.ts): its 415, 400 and 422 JSON:API
+    // errors with pointers (Keylime's shapes) do not come out of HttpApi's payload decoding
     return handlers
       // --- agents ---
-      .handleRaw("listAgents", () =>
-        guarded(VerifierAction.listAgents, "admin", undefined, answer("agent", admin.records(), (records) =>
-          Effect.map(prefixAndPath, ({ prefix, path }) => jsonApiResponse(200, documentOf(records.map((r) => agentResource(r, settings, prefix)), path))))))
+      .handle("listAgents", () =>
+        answer("agent", admin.records(), (records) =>
+          Effect.map(prefixAndPath, ({ prefix, path }) => jsonApiResponse(200, documentOf(records.map((r) => agentResource(r, settings, prefix)), path)))))
       .handleRaw("createAgent", () =>
-        guarded(VerifierAction.createAgent, "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadCreateDocument(V3Type.agent), V3Type.agent)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const { id, attributes } = doc.right.data
           return yield* answer("agentCreate", agents.add(id, attributes), () => agentDocument(id, 201, true))
-        })))
-      .handleRaw("showAgent", ({ path }) => guarded(VerifierAction.readAgent, "agentOrAdmin", path.agent_id, agentDocument(path.agent_id, 200)))
+        }))
+      .handle("showAgent", ({ path }) => agentDocument(path.agent_id, 200))
       .handleRaw("updateAgent", ({ path }) =>
-        guarded("update_agent", "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.agent), V3Type.agent)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const mismatch = idMismatch(doc.right.data.id, path.agent_id)
           if (mismatch !== undefined) return yield* mismatch
           return yield* answer("agent", admin.update(path.agent_id, doc.right.data.attributes), (r) =>
             Effect.map(prefixAndPath, ({ prefix, path: self }) => jsonApiResponse(200, documentOf(agentResource(r, settings, prefix), self))))
-        })))
-      .handleRaw("deleteAgent", ({ path }) =>
-        guarded(VerifierAction.deleteAgent, "admin", undefined, answer("agent", agents.remove(path.agent_id), (outcome) =>
+        }))
+      .handle("deleteAgent", ({ path }) =>
+        answer("agent", agents.remove(path.agent_id), (outcome) =>
           outcome === "deleted"
             ? noContent
             : Effect.map(prefixAndPath, ({ prefix }) =>
@@ -111,61 +112,61 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
                 meta: { detail: `Agent '${path.agent_id}' is marked for deletion; the verifier process polling it deletes it.` },
                 links: { self: agentPath(prefix, path.agent_id) },
                 jsonapi: { version: "1.1" }
-              })))))
-      .handleRaw("stopAgent", ({ path }) => guarded(VerifierAction.stopAgent, "admin", undefined, answer("agent", agents.stop(path.agent_id), () => noContent)))
-      .handleRaw("reactivateAgent", ({ path }) =>
-        guarded(VerifierAction.reactivateAgent, "admin", undefined, answer("agent", agents.reactivate(path.agent_id), () => noContent)))
+              }))))
+      .handle("stopAgent", ({ path }) => answer("agent", agents.stop(path.agent_id), () => noContent))
+      .handle("reactivateAgent", ({ path }) =>
+        answer("agent", agents.reactivate(path.agent_id), () => noContent))
       // --- IMA policies ---
-      .handleRaw("listImaPolicies", () =>
-        guarded(VerifierAction.listRuntimePolicies, "admin", undefined, answer("imaPolicy", policies.listRuntime(), (names) =>
+      .handle("listImaPolicies", () =>
+        answer("imaPolicy", policies.listRuntime(), (names) =>
           Effect.map(prefixAndPath, ({ prefix, path }) =>
-            jsonApiResponse(200, documentOf(names["runtimepolicy names"].map((n) => nameResource(V3Type.imaPolicy, n, imaPolicyPath(prefix, n))), path))))))
+            jsonApiResponse(200, documentOf(names["runtimepolicy names"].map((n) => nameResource(V3Type.imaPolicy, n, imaPolicyPath(prefix, n))), path)))))
       .handleRaw("createImaPolicy", () =>
-        guarded(VerifierAction.createRuntimePolicy, "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadCreateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const { id, attributes } = doc.right.data
           return yield* imaDocument(policies.addRuntime(id, attributes), 201, true)
-        })))
-      .handleRaw("showImaPolicy", ({ path }) => guarded(VerifierAction.readRuntimePolicy, "admin", undefined, imaDocument(policies.getRuntime(path.name), 200)))
+        }))
+      .handle("showImaPolicy", ({ path }) => imaDocument(policies.getRuntime(path.name), 200))
       .handleRaw("updateImaPolicy", ({ path }) =>
-        guarded(VerifierAction.updateRuntimePolicy, "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const mismatch = idMismatch(doc.right.data.id, path.name)
           if (mismatch !== undefined) return yield* mismatch
           return yield* imaDocument(policies.updateRuntime(path.name, doc.right.data.attributes), 200)
-        })))
-      .handleRaw("deleteImaPolicy", ({ path }) =>
-        guarded(VerifierAction.deleteRuntimePolicy, "admin", undefined, answer("imaPolicy", policies.deleteRuntime(path.name), () => noContent)))
+        }))
+      .handle("deleteImaPolicy", ({ path }) =>
+        answer("imaPolicy", policies.deleteRuntime(path.name), () => noContent))
       // --- UEFI reference states ---
-      .handleRaw("listUefiRefstates", () =>
-        guarded(VerifierAction.listMbPolicies, "admin", undefined, answer("uefiRefstate", policies.listMb(), (names) =>
+      .handle("listUefiRefstates", () =>
+        answer("uefiRefstate", policies.listMb(), (names) =>
           Effect.map(prefixAndPath, ({ prefix, path }) =>
-            jsonApiResponse(200, documentOf(names["mbpolicy names"].map((n) => nameResource(V3Type.uefiRefstate, n, uefiRefstatePath(prefix, n))), path))))))
+            jsonApiResponse(200, documentOf(names["mbpolicy names"].map((n) => nameResource(V3Type.uefiRefstate, n, uefiRefstatePath(prefix, n))), path)))))
       .handleRaw("createUefiRefstate", () =>
-        guarded(VerifierAction.createMbPolicy, "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadCreateDocument(V3Type.uefiRefstate), V3Type.uefiRefstate)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const { id, attributes } = doc.right.data
           return yield* answer("uefiRefstate", policies.addMb(id, attributes), () => uefiDocument(id, 201, true))
-        })))
-      .handleRaw("showUefiRefstate", ({ path }) => guarded(VerifierAction.readMbPolicy, "admin", undefined, uefiDocument(path.name, 200)))
+        }))
+      .handle("showUefiRefstate", ({ path }) => uefiDocument(path.name, 200))
       .handleRaw("updateUefiRefstate", ({ path }) =>
-        guarded(VerifierAction.updateMbPolicy, "admin", undefined, Effect.gen(function*() {
+        Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.uefiRefstate), V3Type.uefiRefstate)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const mismatch = idMismatch(doc.right.data.id, path.name)
           if (mismatch !== undefined) return yield* mismatch
           return yield* answer("uefiRefstate", policies.updateMb(path.name, doc.right.data.attributes), () => uefiDocument(path.name, 200))
-        })))
-      .handleRaw("deleteUefiRefstate", ({ path }) =>
-        guarded(VerifierAction.deleteMbPolicy, "admin", undefined, answer("uefiRefstate", policies.deleteMb(path.name), () => noContent)))
+        }))
+      .handle("deleteUefiRefstate", ({ path }) =>
+        answer("uefiRefstate", policies.deleteMb(path.name), () => noContent))
   }))
 
 /** `GET /` → 307 to `/v3.0/` with an empty text/html body, as Keylime (Tornado's redirect) answers (ver-root). Public. */
 export const ServerRootHttpLive = HttpApiBuilder.group(VerifierApi, "root", (handlers) =>
-  handlers.handleRaw("root", () =>
+  handlers.handle("root", () =>
     Effect.map(FiberRef.get(currentRequestPath), (path) =>
       // `/v2.6/` reaches this route once the platform strips its prefix: no API root there
       path === "/"

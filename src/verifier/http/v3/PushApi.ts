@@ -8,6 +8,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AttestationCreateDocument, AttestationEvidenceDocument, SessionCreateDocument, SessionUpdateDocument } from "../../../../schemas/Push.js"
 import { V3_ROUTE_PREFIX } from "../../../http/versions.js"
+import { V3Authorization } from "../authorization.js"
 
 const AgentPath = Schema.Struct({ agent_id: Schema.String })
 const AttestationPath = Schema.Struct({ agent_id: Schema.String, index: Schema.String })
@@ -34,4 +35,5 @@ export class PushGroup extends HttpApiGroup.make("push")
     "With `Accept: application/eat+jwt` the verdict as an EAR (ES256 JWT, keys at GET /.well-known/ear-jwks.json); for a pull agent, `latest` is the EAR of its last pull verdict"
   ))
   .prefix(V3_ROUTE_PREFIX)
+  .middleware(V3Authorization)
 {}

@@ -1,5 +1,5 @@
 /**
- * Handlers of the API 3.0 routes: each authorizes (push/auth.ts), reads its document
+ * Handlers of the API 3.0 routes (authorized before: V3Authorization, http/authorization.ts): each reads its document
  * (push/documents.ts), calls the domain and renders JSON:API (push/render.ts). This file alone
  * chooses statuses, api codes and Keylime's detail texts (push-model.md §1.3-1.6, §5).
  */
@@ -7,12 +7,11 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect, Either, FiberRef, Option, type Schema } from "effect"
 import { AttestationCreateDocument, AttestationEvidenceDocument, SessionCreateDocument, SessionUpdateDocument } from "../../../../schemas/Push.js"
 import { VerifierConfig } from "../../../config/services.js"
-import type { OperationClass } from "../../../http/authorization.js"
 import type { Identity } from "../../../http/identity.js"
 import { currentRequestPath, type JsonApiError, jsonApiErrorResponse, jsonApiResponse, reasonPhrase } from "../../../http/jsonapi.js"
 import type { VerifierStoreError } from "../../domain/errors.js"
 import { Attestations, requestedOf } from "../../push/Attestations.js"
-import { authorizeV3 } from "./auth.js"
+import { Caller } from "../authorization.js"
 import { type DocumentRefusal, memoizedReader, readDocument, resourceError } from "./documents.js"
 import type { PushError, SessionRateLimited } from "../../push/errors.js"
 import type { AttestationRow } from "../../domain/pushStore/rows.js"
@@ -83,17 +82,8 @@ const pushErrorResponse = (e: PushError | VerifierStoreError) => {
   }
 }
 
-/** Authorization first: 401/403 in the auth layer's shape (title, no code). */
-export const guarded = <R>(action: string, operationClass: OperationClass, agentId: string | undefined, body: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
-  Effect.flatMap(authorizeV3(action, operationClass, agentId), (decided) => Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body)
-
 /** The session of an agent's token, from its identity (undefined for any other caller). */
 export const sessionOf = (identity: Identity): string | undefined => identity._tag === "Agent" ? identity.sessionId : undefined
-
-/** An attestation request of agent `agentId`: authorized as `submit_attestation`, then `body` in the session of its token. */
-const guardedAttestation = <R>(agentId: string, body: (sessionId: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
-  Effect.flatMap(authorizeV3("submit_attestation", "agent", agentId), (decided) =>
-    Either.isLeft(decided) ? titled(decided.left.status, decided.left.detail) : body(sessionOf(decided.right)))
 
 /** The request's body text and content type (the platform read it within its limits). */
 const requestBody = Effect.gen(function*() {
@@ -226,7 +216,9 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
     const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
     return handlers
-      .handleRaw("root", () => Effect.succeed(HttpServerResponse.empty({ status: 200 })))
+      .handle("root", () => Effect.succeed(HttpServerResponse.empty({ status: 200 })))
+      // raw bodies: Keylime's session texts (`agent_id is required`, 413 past SESSION_BODY_MAX_BYTES,
+      // plain JSON accepted) and JSON:API errors with pointers do not come out of HttpApi's decoding
       .handleRaw("createSession", () =>
         Effect.gen(function*() {
           const doc = yield* sessionBody(SessionCreateDocument)
@@ -272,20 +264,23 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
               return yield* pushErrorResponse(e)
           }
         }))
+      // the agent's token was checked by V3Authorization (http/authorization.ts): its session is the
+      // caller's. Raw bodies: the front app (directRoutes.ts) answers from the same readers, whose
+      // 415/400/422 JSON:API errors with pointers do not come out of HttpApi's decoding
       .handleRaw("createAttestation", ({ path }) =>
-        guardedAttestation(path.agent_id, (sessionId) => Effect.flatMap(requestBody, (b) => createAttestationAnswer(attestations, path.agent_id, sessionId, b.contentType, b.text))))
+        Effect.flatMap(Effect.zip(Caller, requestBody), ([caller, b]) => createAttestationAnswer(attestations, path.agent_id, sessionOf(caller), b.contentType, b.text)))
       .handleRaw("submitEvidence", ({ path }) =>
-        guardedAttestation(path.agent_id, (sessionId) => Effect.flatMap(requestBody, (b) => submitEvidenceAnswer(attestations, path.agent_id, sessionId, path.index, b.contentType, b.text))))
-      .handleRaw("listAttestations", ({ path }) =>
-        guarded("list_attestations", "admin", path.agent_id, Effect.gen(function*() {
+        Effect.flatMap(Effect.zip(Caller, requestBody), ([caller, b]) => submitEvidenceAnswer(attestations, path.agent_id, sessionOf(caller), path.index, b.contentType, b.text)))
+      .handle("listAttestations", ({ path }) =>
+        Effect.gen(function*() {
           const rows = yield* Effect.either(attestations.list(path.agent_id))
           if (Either.isLeft(rows)) return yield* pushErrorResponse(rows.left)
           const requestPath = yield* FiberRef.get(currentRequestPath)
           const prefix = versionPrefixOf(requestPath)
           return jsonApiResponse(200, { data: rows.right.map((r) => attestationResource(r, requestedOf(r), prefix)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
-        })))
-      .handleRaw("showAttestation", ({ path, request }) =>
-        guarded("read_attestation", "admin", path.agent_id, Effect.gen(function*() {
+        }))
+      .handle("showAttestation", ({ path, request }) =>
+        Effect.gen(function*() {
           const index = indexOf(path.index)
           if (index === undefined) return yield* coded(404, "not_found", `No attestation ${path.index} exists for agent '${path.agent_id}'.`)
           const wantsEar = (request.headers["accept"] ?? "").includes(EAR_MEDIA_TYPE)
@@ -301,5 +296,5 @@ export const PushHttpLive = HttpApiBuilder.group(VerifierApi, "push", (handlers)
           if (wantsEar) return yield* earOf(row.right)
           const requestPath = yield* FiberRef.get(currentRequestPath)
           return jsonApiResponse(200, { data: attestationResource(row.right, requestedOf(row.right), versionPrefixOf(requestPath)), links: { self: requestPath }, jsonapi: { version: "1.1" } })
-        })))
+        }))
   }))

@@ -10,11 +10,11 @@
  * `PushClientIdentity` is the verifier's ClientIdentity for the v2 routes as well: its bearer
  * check is the session store's, so an agent reads its own v2 status with its token.
  */
-import { HttpServerRequest } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Layer, Option } from "effect"
 import { adminCheck, ServerTls } from "../../../http/Tls.js"
-import { AuthorizationProvider, type OperationClass } from "../../../http/authorization.js"
-import { bearerToken, ClientIdentity, type Identity, parseBearer } from "../../../http/identity.js"
+import type { AuthorizationProviderShape, OperationClass } from "../../../http/authorization.js"
+import { bearerToken, ClientIdentity, type ClientIdentityShape, type Identity, parseBearer } from "../../../http/identity.js"
 import type { SessionEndReason } from "../../domain/pushStore/rows.js"
 import type { TokenRefused } from "../../push/errors.js"
 import { Sessions } from "../../push/Sessions.js"
@@ -52,45 +52,50 @@ export type Identified = Either.Either<Identity, AuthRefusal>
 const refused = (r: AuthRefusal): Identified => Either.left(r)
 const identified = (i: Identity): Identified => Either.right(i)
 
+/** What a v3 authorization stands on: the session store (agents' tokens), ClientIdentity (admins by mTLS), the provider. */
+export interface V3Authorizer {
+  readonly sessions: Sessions
+  readonly identity: ClientIdentityShape
+  readonly provider: AuthorizationProviderShape
+}
+
 /** The agent an `Authorization` header names, or the 401 it earns. */
-export const identifyByAuthorization = (header: string) =>
-  Effect.gen(function*() {
-    const token = parseBearer(header)
-    if (Option.isNone(token)) return refused({ status: 401, detail: TokenText.format })
-    const sessions = yield* Sessions
-    const checked = yield* Effect.either(sessions.checkToken(token.value))
-    return Either.isLeft(checked)
+export const identifyByAuthorization = (sessions: Sessions, header: string): Effect.Effect<Identified> => {
+  const token = parseBearer(header)
+  if (Option.isNone(token)) return Effect.succeed(refused({ status: 401, detail: TokenText.format }))
+  return Effect.map(Effect.either(sessions.checkToken(token.value)), (checked) =>
+    Either.isLeft(checked)
       ? refused({ status: 401, detail: tokenRefusalText(checked.left) })
-      : identified({ _tag: "Agent", agentId: checked.right.agent_id, sessionId: checked.right.session_id })
-  })
+      : identified({ _tag: "Agent", agentId: checked.right.agent_id, sessionId: checked.right.session_id }))
+}
 
 /** The caller of a v3 request, or the 401 its Authorization header earns. */
-export const identifyV3 = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    const header = request.headers["authorization"]
-    if (header !== undefined) return yield* identifyByAuthorization(header)
-    const identity = yield* (yield* ClientIdentity).identify(request)
-    return identified(identity)
-  })
+export const identifyV3 = (authorizer: V3Authorizer, request: HttpServerRequest.HttpServerRequest): Effect.Effect<Identified> => {
+  const header = request.headers["authorization"]
+  return header !== undefined
+    ? identifyByAuthorization(authorizer.sessions, header)
+    : Effect.map(authorizer.identity.identify(request), identified)
+}
 
 /** The AuthorizationProvider's decision for an identified caller: 403 with its text when denied. */
-export const authorizeIdentified = (caller: Identified, action: string, operationClass: OperationClass, resourceAgentId?: string) =>
-  Effect.gen(function*() {
-    if (Either.isLeft(caller)) return caller
-    const provider = yield* AuthorizationProvider
-    const decided = yield* Effect.either(provider.authorize({
+export const authorizeIdentified = (
+  provider: AuthorizationProviderShape,
+  caller: Identified,
+  action: string,
+  operationClass: OperationClass,
+  resourceAgentId?: string
+): Effect.Effect<Identified> => {
+  if (Either.isLeft(caller)) return Effect.succeed(caller)
+  return Effect.map(
+    Effect.either(provider.authorize({
       action,
       operationClass,
       identity: caller.right,
       ...(resourceAgentId === undefined ? {} : { resourceAgentId })
-    }))
-    return Either.isLeft(decided) ? refused({ status: 403, detail: decided.left.message }) : caller
-  })
-
-/** The check a v3 handler runs first. */
-export const authorizeV3 = (action: string, operationClass: OperationClass, resourceAgentId?: string) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    Effect.flatMap(identifyV3(request), (caller) => authorizeIdentified(caller, action, operationClass, resourceAgentId)))
+    })),
+    (decided) => Either.isLeft(decided) ? refused({ status: 403, detail: decided.left.message }) : caller
+  )
+}
 
 /** ClientIdentity of the verifier: admins by mTLS (ServerTls), agents by their session token. */
 export const PushClientIdentity: Layer.Layer<ClientIdentity, never, ServerTls | Sessions> = Layer.effect(

@@ -19,6 +19,7 @@ import {
 } from "../../../../../schemas/Envelope.js"
 import { VersionInfo } from "../../../../../schemas/Registrar.js"
 import { AgentCreateBody, AgentListQuery, AgentListResults, AnyAgentStatus } from "../../../../../schemas/Verifier.js"
+import { V2Authorization } from "../../authorization.js"
 
 /** Any text: the handler checks the id (400 "agent_id not valid: …", texts.ts badAgentId). */
 export const AgentPath = Schema.Struct({ agent_id: Schema.String })
@@ -29,6 +30,7 @@ export class VerifierVersionGroup extends HttpApiGroup.make("version")
   .add(HttpApiEndpoint.get("versions", "/versions").addSuccess(Envelope(VersionInfo)).annotate(OpenApi.Summary, "API versions served (public; Keylime's alias)"))
   .addError(BadRequestE)
   .addError(ForbiddenE)
+  .middleware(V2Authorization)
 {}
 
 export class VerifierAgentsGroup extends HttpApiGroup.make("agents")
@@ -81,4 +83,5 @@ export class VerifierAgentsGroup extends HttpApiGroup.make("agents")
   .addError(ConflictE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+  .middleware(V2Authorization)
 {}

@@ -24,6 +24,7 @@ import {
   RuntimePolicyRequest,
   RuntimePolicyResponse
 } from "../../../../../schemas/Verifier.js"
+import { V2Authorization } from "../../authorization.js"
 
 /** Any text: the handler checks the name. */
 export const PolicyPath = Schema.Struct({ name: Schema.String })
@@ -73,6 +74,7 @@ export class VerifierAllowlistsGroup extends HttpApiGroup.make("allowlists")
   .addError(ConflictE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+  .middleware(V2Authorization)
 {}
 
 export class VerifierMbPoliciesGroup extends HttpApiGroup.make("mbpolicies")
@@ -114,4 +116,5 @@ export class VerifierMbPoliciesGroup extends HttpApiGroup.make("mbpolicies")
   .addError(ConflictE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+  .middleware(V2Authorization)
 {}

@@ -21,6 +21,7 @@ import {
   ServiceUnavailableE,
   UnauthorizedE
 } from "../../../../../schemas/Envelope.js"
+import { V2Authorization } from "../../authorization.js"
 
 export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
   .add(
@@ -47,4 +48,5 @@ export class VerifierVerifyGroup extends HttpApiGroup.make("verify")
   .addError(NotFoundE)
   .addError(InternalErrorE)
   .addError(ServiceUnavailableE)
+  .middleware(V2Authorization)
 {}
