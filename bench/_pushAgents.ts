@@ -20,7 +20,7 @@ export interface BenchPushAgentOptions {
 /** Starts every agent against `verifierUrl`: their stats and fibers. */
 export const startPushAgents = (agents: ReadonlyArray<BenchPushAgent>, verifierUrl: string, verifierCa: string, options: BenchPushAgentOptions = {}) =>
   Effect.gen(function*() {
-    const stats = yield* Effect.forEach(agents, () => Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
+    const stats = yield* Effect.forEach(agents, () => Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
     const fibers: ReadonlyArray<Fiber.RuntimeFiber<unknown, unknown>> = yield* Effect.forEach(agents, (a, i) =>
       Effect.fork(
         runPushAgent({

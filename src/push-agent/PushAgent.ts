@@ -47,6 +47,9 @@ export interface PushAgentOptions {
 }
 
 export interface PushAgentStats {
+  /** Evidence sent (PATCH); the verifier may judge one whose 202 never arrived (it died in between). */
+  readonly submitted: number
+  /** Evidence the verifier answered 202 to. */
   readonly accepted: number
   readonly refused: number
   readonly sessions: number
@@ -81,7 +84,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
     const identity = yield* establishTpmIdentity({ agentId: o.agentId, dataDir: o.dataDir, ekAlg: o.ekAlg ?? "rsa", ak: o.ak ?? defaultAk })
     const agentId = identity.agentId
     const id: PushIdentity = { ak: identity.ak, banks: o.banks ?? [identity.ak.options.hash] }
-    const counters = stats ?? (yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
+    const counters = stats ?? (yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 }))
 
     if (o.registrarUrl !== undefined) {
       yield* register({
@@ -184,6 +187,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       if (created.status !== 201 || location === undefined) return yield* refused(`POST ${path}`, created, true)
       const requested = created.json.data.attributes.evidence_requested as ReadonlyArray<EvidenceRequested>
       const evidence = yield* collectEvidence(tpm, id, source, requested).pipe(Effect.mapError((e) => new StepFailed(0, `collecting evidence: ${String(e)}`, undefined, false, true)))
+      yield* Ref.update(counters, (c) => ({ ...c, submitted: c.submitted + 1 }))
       const submitted = yield* call("PATCH", location, { data: { type: "attestation", attributes: { evidence_collected: evidence } } }, t)
       if (submitted.status !== 202) return yield* refused(`PATCH ${location}`, submitted, true)
       yield* Ref.update(counters, (c) => ({ ...c, accepted: c.accepted + 1 }))

@@ -58,9 +58,9 @@ const nodeGlobalsIn = (metafile: Metafile): ReadonlyArray<string> =>
     })
 
 describe("the portable entry points bundle for a browser", () => {
-  it("lists the portable exports: crypto, tpm, ima, boot, evaluate, ear, tee (verifier and tpm/node are node-only)", () => {
+  it("lists the portable exports: crypto, tpm, ima, boot, evaluate, ear, tee (verifier, tpm/node and testing are node-only)", () => {
     expect(portableEntries.map((e) => e.name)).toEqual(["attest/crypto", "attest/tpm", "attest/ima", "attest/boot", "attest/evaluate", "attest/ear", "attest/tee"])
-    expect(Object.keys(pkg.exports).filter((k) => typeof pkg.exports[k] === "object" && (pkg.exports[k] as Record<string, string>)["default"] === undefined)).toEqual(["./tpm/node", "./verifier"])
+    expect(Object.keys(pkg.exports).filter((k) => typeof pkg.exports[k] === "object" && (pkg.exports[k] as Record<string, string>)["default"] === undefined)).toEqual(["./tpm/node", "./verifier", "./testing"])
   })
 
   for (const entry of [...portableEntries, { name: "the check page", source: "src/dashboard/check/page.ts" }]) {

@@ -79,7 +79,7 @@ describe.skipIf(!pgOk)("PostgreSQL away while agents attest", () => {
         const env = yield* PushTestEnv
         const dataDir = join(dir, "agent")
         yield* Effect.orDie((yield* pushAgentIdentity(PUSH, dataDir)).enrol)
-        const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+        const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
         const accepted = Effect.map(Ref.get(stats), (s) => s.accepted)
         const repo = yield* Effect.provide(PushRepo, PushRepo.Default)
         const status = Effect.map(Effect.orDie(repo.findPushAgent(PUSH)), (p) => pushAttestationStatus(Option.getOrThrow(p)))

@@ -39,7 +39,7 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`networ
       const fault = (mode: FaultMode) => Effect.sync(() => proxy.set(mode))
       const dataDir = join(dir, "agent")
       yield* Effect.flatten((yield* pushAgentIdentity(AGENT, dataDir)).enrol.pipe(Effect.orDie, Effect.as(Effect.void)))
-      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const accepted = Effect.map(Ref.get(stats), (s) => s.accepted)
       const repo = yield* Effect.provide(PushRepo, PushRepo.Default)
       const status = Effect.map(Effect.orDie(repo.findPushAgent(AGENT)), (p) => pushAttestationStatus(Option.getOrThrow(p)))

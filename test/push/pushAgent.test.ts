@@ -50,7 +50,7 @@ describe("push agent", () => {
       const { enrol } = yield* pushAgentIdentity(AGENT, dataDir)
       yield* enrol
 
-      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const final = yield* runPushAgent({
         agentId: AGENT,
         dataDir,
@@ -85,7 +85,7 @@ describe("push agent", () => {
       const { enrol } = yield* pushAgentIdentity(AGENT, dataDir)
       const logged: Array<string> = []
       const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => void logged.push(`${logLevel.label} ${String(message)}`)))
-      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const agent = yield* runPushAgent(testPushAgentOptions({ agentId: AGENT, dataDir, verifierUrl: env.url, verifierCa: env.ca }), stats).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(capture), Effect.fork)
       // refused twice (not enrolled), then the admin enrols it
       yield* Effect.repeat(Ref.get(stats), { until: (s) => s.refused >= 2, schedule: Schedule.spaced("100 millis") })
@@ -106,7 +106,7 @@ describe("push agent", () => {
       // the admin enrolled the AK the machine had before; the agent now has a new one
       const { enrol } = yield* pushAgentIdentity(AGENT, join(dir, "before"))
       yield* enrol
-      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const agent = yield* runPushAgent(testPushAgentOptions({ agentId: AGENT, dataDir: join(dir, "agent"), verifierUrl: env.url, verifierCa: env.ca }), stats).pipe(
         Effect.provide(NodeHttpClient.layerUndici),
         Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none)),

@@ -66,7 +66,7 @@ describe.each(backends)("push sessions on %s", (backend, available) => {
       const started = Date.now()
       while ((yield* Ref.get(seen)).createLimited === 0 && Date.now() - started < 60_000) yield* Effect.sleep("50 millis")
 
-      const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+      const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
       const final = yield* runPushAgent({ ...options, cycles: 3 }, stats).pipe(
         Effect.provide(NodeHttpClient.layerUndici),
         // locked out, the agent would wait Retry-After (60 s) again and again

@@ -282,7 +282,7 @@ describe("attest tenant against a registrar, a verifier and an agent", () => {
         const { c, registrarHttp, verifierUrl } = yield* World
         const o = captureOutput()
         const PUSH = "1a2b3c4d-0000-4000-8000-00000000e004"
-        const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+        const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
         yield* Effect.forkScoped(runPushAgent({
           ...testPushAgentOptions({ agentId: PUSH, dataDir: join(root, "push-agent"), verifierUrl, verifierCa: pki.caPem }),
           registrarUrl: registrarHttp,

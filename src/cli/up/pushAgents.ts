@@ -58,7 +58,7 @@ export const startPushAgents = (o: PushAgentsOptions) =>
         const ctx = yield* Layer.build(
           simulatedMachine({ name }).pipe(Layer.provideMerge(TpmSimulator.layer({ stateFile: path.join(dir, "simulated-tpm.json") })))
         )
-        const stats = yield* Ref.make<PushAgentStats>({ accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
+        const stats = yield* Ref.make<PushAgentStats>({ submitted: 0, accepted: 0, refused: 0, sessions: 0, lastStatus: 0 })
         yield* runPushAgent({
           agentId,
           dataDir: dir,
