@@ -24,4 +24,4 @@ export const holdPushVerdict: Effect.Effect<void> = holdPushVerdictMs > 0 ? Effe
 const crashBeforeVerdictOf = process.env["ATTEST_TEST_CRASH_BEFORE_PUSH_VERDICT"]
 
 export const crashBeforePushVerdict = (agentId: string): Effect.Effect<void> =>
-  crashBeforeVerdictOf === agentId ? Effect.zipRight(Effect.sleep(300), Effect.sync(() => process.kill(process.pid, "SIGKILL"))) : Effect.void
+  crashBeforeVerdictOf === agentId ? Effect.zipRight(Effect.sleep(1000), Effect.sync(() => process.kill(process.pid, "SIGKILL"))) : Effect.void
