@@ -10,8 +10,8 @@ import type { VerifierStoreError } from "./errors.js"
 export interface PushDutiesShape {
   /**
    * Verdicts left in evaluating_evidence by runners not in `liveRunners` (addresses `host:port`),
-   * or past verification_timeout whoever accepted them, judged again in this process; how many were
-   * found. A verdict run twice counts once: its completion is conditional.
+   * or past verification_timeout whoever accepted them, judged again in this process (but those it
+   * judges now); how many were started. A verdict run twice counts once: its completion is conditional.
    */
   readonly rejudgeOrphans: (liveRunners: ReadonlyArray<string>) => Effect.Effect<number, VerifierStoreError>
   /** Sessions whose challenge and token have both expired deleted; how many went (failures are logged). */

@@ -330,11 +330,12 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     // twice counts once (the push state follows only the completion it made: attestationStatements.ts).
     // In cluster mode a runner starts with those its former self accepted, and the cluster's push
     // duties (one Singleton) re-run what dead runners left through `rejudgeOrphans`
+    /** The verdicts of `pending` started again (those this process judges now are left alone); how many. */
     const rerun = (pending: ReadonlyArray<{ readonly agentId: string; readonly idx: number }>) =>
-      Effect.as(
-        Effect.forEach(pending, (p) => inFlight.has(`${p.agentId}/${p.idx}`) ? Effect.void : FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true }),
-        pending.length
-      )
+      Effect.suspend(() => {
+        const due = pending.filter((p) => !inFlight.has(`${p.agentId}/${p.idx}`))
+        return Effect.as(Effect.forEach(due, (p) => FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true }), due.length)
+      })
     yield* rerun(yield* Effect.orElseSucceed(judge === undefined ? repo.evaluating : repo.evaluatingJudgedBy(judge), () => []))
     if (judge === undefined) {
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
@@ -348,7 +349,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /**
      * Cluster mode: the verdicts runners not in `liveJudges` accepted, and any whose
      * verification_timeout passed, judged again here (but those this process judges now); how many
-     * were found. The completion decides which run counts.
+     * were started. The completion decides which run counts.
      */
     const rejudgeOrphans = (liveJudges: ReadonlyArray<string>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => repo.orphanedVerdicts(liveJudges, now - config.verification_timeout * 1000)).pipe(Effect.flatMap(rerun))
