@@ -42,9 +42,9 @@ export const overview = {
       { key: "verdict", label: "Verdict" },
       { key: "ageSeconds", label: "Last success", render: (r) => fmtAge(r.ageSeconds) },
       { key: "attestationCount", label: "Attestations" },
-      { key: "owner", label: "Runner" },
       { key: "lastEventId", label: "Last failure", value: (r) => failureType(r) },
       { key: "address", label: "Address", value: (r) => address(r) },
+      { key: "owner", label: "Runner" },
       { key: "registrar", label: "Registrar", value: (r) => (r.registered === null ? "?" : r.registered ? (r.active ? "active" : "registered") : "not registered") }
     ], { testid: "agents-table", placeholder: "Filter agents (id, state, failure type…)", rowTestid: (r) => r.id, onRow: (r) => go(`#/agent/${encodeURIComponent(r.id)}`), empty: "no agents on the verifier" })
     main.replaceChildren(
