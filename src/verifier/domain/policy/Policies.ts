@@ -5,6 +5,7 @@
  * (signatures, format, compile); a refused upload changes nothing.
  */
 import { Effect, Either, Option } from "effect"
+import { isAscii } from "node:buffer"
 import type { MbPolicyNames, MbPolicyResponse, RuntimePolicyNames, RuntimePolicyResponse } from "../../../../schemas/Verifier.js"
 import { VerifierConfig } from "../../../config/services.js"
 import { isPolicyName, POLICY_NAME_RULE } from "../agentBody.js"
@@ -39,6 +40,16 @@ const base64Bytes = (s: string): Uint8Array | undefined => {
   return b === undefined ? undefined : new Uint8Array(b)
 }
 
+/**
+ * Bytes → text, refusing what is not UTF-8. A policy is nearly always ASCII: a native check and a
+ * latin1 copy cost a fraction of the validating decoder's pass (10 MB: ~2 ms against ~12).
+ */
+const utf8Text = (bytes: Buffer): string | undefined => {
+  if (isAscii(bytes)) return bytes.toString("latin1")
+  const text = Either.try(() => new TextDecoder("utf-8", { fatal: true }).decode(bytes))
+  return Either.isRight(text) ? text.right : undefined
+}
+
 const checkName = (kind: "runtime" | "mb", name: string) =>
   isPolicyName(name) ? Effect.void : Effect.fail(new InvalidPolicyName({ kind, name, field: "name", reason: POLICY_NAME_RULE }))
 
@@ -54,11 +65,10 @@ export const decodeRuntimePolicyRequest = (
   const raw = b["runtime_policy"]
   if (raw === undefined || raw === null) return refuse("runtime_policy", "is required (base64 of the policy JSON)")
   if (typeof raw !== "string" || raw === "") return refuse("runtime_policy", "must be base64 of the policy JSON")
-  // decoded to text at once: no copy of the 10 MB
   const bytes = base64Buffer(raw)
   if (bytes === undefined) return refuse("runtime_policy", "is not valid base64")
-  const text = Either.try(() => new TextDecoder("utf-8", { fatal: true }).decode(bytes))
-  if (Either.isLeft(text)) return refuse("runtime_policy", "is not UTF-8 text once base64-decoded")
+  const text = utf8Text(bytes)
+  if (text === undefined) return refuse("runtime_policy", "is not UTF-8 text once base64-decoded")
   const optionalBytes = (k: string): Either.Either<Uint8Array | null, InvalidRuntimePolicy> => {
     const v = b[k]
     if (v === undefined || v === null || v === "") return Either.right(null)
@@ -80,7 +90,8 @@ export const decodeRuntimePolicyRequest = (
     }
   }
   return Either.right({
-    text: text.right,
+    text,
+    bytes,
     key: key.right,
     signature: signature.right,
     tpmPolicy: typeof tpm === "string" && tpm !== "" ? tpm : null
@@ -129,7 +140,7 @@ export class Policies extends Effect.Service<Policies>()("attest/verifier/Polici
       return storedRuntime(name, prepared.data)
     })
 
-    /** What was just stored, as GET would answer it: the v3 routes echo it without reading megabytes back. */
+    /** What was just stored, as GET would answer it, without reading megabytes back. */
     const storedRuntime = (name: string, data: RuntimePolicyData): RuntimePolicyResponse => ({ name, tmp_policy: data.tpm_policy, runtime_policy: data.runtime_policy })
 
     /** GET /allowlists/:name. */
