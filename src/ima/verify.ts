@@ -5,7 +5,7 @@
  * Effect, one reused template buffer, one-shot hashes.
  */
 import { cryptoPort } from "../crypto/active.js"
-import { allocBytes, latin1 } from "../crypto/encoding.js"
+import { latin1 } from "../crypto/encoding.js"
 import type { PublicKey } from "../crypto/port.js"
 import { digestHexOf, emptyFields, nameOf, HEX_VALUE, parseLineInto, TemplateBuffer } from "./entry.js"
 import { failure, FailureType, type ImaFailure } from "./failure.js"
@@ -115,17 +115,6 @@ const isHexRange = (s: string, a: number, b: number): boolean => {
   return true
 }
 
-/** Buffer's native writer (node), seen through the Uint8Array allocBytes returns there. */
-interface NativeWriter {
-  write(s: string, offset: number, length: number, encoding: "hex" | "latin1"): number
-}
-
-/** The latin1 digest d (n bytes) equals buf[n, 2·n), the extend buffer's second half. */
-const sameBytes = (d: string, buf: Uint8Array, n: number): boolean => {
-  for (let k = 0; k < n; k++) if (d.charCodeAt(k) !== buf[n + k]) return false
-  return true
-}
-
 const isZeros = (s: string, a: number, b: number): boolean => {
   for (let i = a; i < b; i++) if (s.charCodeAt(i) !== 48) return false
   return true
@@ -161,12 +150,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     return v === undefined ? "\0".repeat(digestSize(b)) : latin1OfHex(v)
   })
   const sizes = banks.map(digestSize)
-  const extendBufs = sizes.map((n) => allocBytes(2 * n))
-  // On node the extend buffer is a Buffer, whose native hex and latin1 writers fill it in one call
-  // each; one bank whose template hash the list shows (the usual sha256 column) then decodes that
-  // column into the buffer and compares the computed hash there, instead of two loops per entry.
-  const writer = nb === 1 && typeof (extendBufs[0] as Partial<NativeWriter>).write === "function" ? (extendBufs[0] as unknown as NativeWriter) : undefined
-  const n0 = sizes[0]!
+  const extendBufs = sizes.map((n) => new Uint8Array(2 * n))
   const ff = sizes.map((n) => "\xff".repeat(n))
   const pths: Array<string> = ff.slice()
   const targets: Array<string | undefined> = banks.map((b) => {
@@ -244,16 +228,7 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
     const thAlg = thLen === logHexLen ? logAlg : hashAlgFromHexLength(thLen)
     let thDigest: string | undefined
     let hashOk = false
-    // eb[n0, 2·n0) of the one bank already holds the template hash
-    let placed = false
-    if (data !== undefined && writer !== undefined && !tomtou && thAlg === banks[0]) {
-      const pth = hashLatin1(thAlg, data)
-      pths[0] = pth
-      placed = writer.write(text.slice(f.thStart, f.thEnd), n0, n0, "hex") === n0 && sameBytes(pth, extendBufs[0]!, n0)
-      // not equal, or not hex: the general comparison, and the hex check words the failure
-      hashOk = placed || hexEquals(text, f.thStart, pth)
-      if (!hashOk && !isHexRange(text, f.thStart, f.thEnd)) reason = `template hash '${text.slice(f.thStart, f.thEnd)}' is not hex`
-    } else if (data !== undefined) {
+    if (data !== undefined) {
       for (let i = 0; i < nb; i++) {
         if (tomtou) pths[i] = ff[i]!
         else {
@@ -274,21 +249,17 @@ export const verifyIma = (input: ImaVerificationInput): ImaVerificationResult =>
       failures.push(failure(FailureType.parserEntry, `Line was not parsable into a valid IMA entry (entry ${lineNo}): ${reason}: ${shown}`, lineNo))
       continue
     }
-    if (placed) {
-      writer!.write(running[0]!, 0, n0, "latin1")
-      running[0] = hashLatin1(banks[0]!, extendBufs[0]!)
-    } else {
-      for (let i = 0; i < nb; i++) {
-        const eb = extendBufs[i]!
-        const r = running[i]!
-        const p = pths[i]!
-        const n = sizes[i]!
-        for (let k = 0; k < n; k++) {
-          eb[k] = r.charCodeAt(k)
-          eb[n + k] = p.charCodeAt(k)
-        }
-        running[i] = hashLatin1(banks[i]!, eb)
+    for (let i = 0; i < nb; i++) {
+      const eb = extendBufs[i]!
+      const r = running[i]!
+      const p = pths[i]!
+      const n = sizes[i]!
+      // 20–64 bytes: a JS loop is cheaper than Buffer#write's call overhead
+      for (let k = 0; k < n; k++) {
+        eb[k] = r.charCodeAt(k)
+        eb[n + k] = p.charCodeAt(k)
       }
+      running[i] = hashLatin1(banks[i]!, eb)
     }
     let valid = true
     if (f.pcrEnd - f.pcrStart !== 2 || text.charCodeAt(f.pcrStart) !== 49 || text.charCodeAt(f.pcrStart + 1) !== 48) {
