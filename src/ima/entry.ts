@@ -181,17 +181,7 @@ export const parseLineInto = (
   if (bad < 0) return `template hash '${line.slice(s1 + 1, s2)}' is not hex`
   out.thStart = s1 + 1
   out.thEnd = s2
-  const nameLen = s3 - s2 - 1
-  const template: TemplateName | undefined =
-    nameLen === 6 && line.startsWith("ima-ng", s2 + 1)
-      ? "ima-ng"
-      : nameLen === 7 && line.startsWith("ima-sig", s2 + 1)
-        ? "ima-sig"
-        : nameLen === 7 && line.startsWith("ima-buf", s2 + 1)
-          ? "ima-buf"
-          : nameLen === 3 && line.startsWith("ima", s2 + 1)
-            ? "ima"
-            : undefined
+  const template = templateAt(line, s2 + 1, s3 - s2 - 1)
   if (template === undefined) return `no parser for template '${line.slice(s2 + 1, s3)}'`
   out.template = template
   const d0 = s3 + 1
@@ -219,7 +209,7 @@ export const parseLineInto = (
     alg = d1 - d0 === 40 ? "sha1" : d1 - d0 === 32 ? "md5" : ""
     if (alg === "") return `digest '${line.slice(d0, d1)}' has no algorithm and is not a sha1 or md5 digest`
   } else {
-    alg = colon - d0 === 6 && line.startsWith("sha256", d0) ? "sha256" : line.slice(d0, colon)
+    alg = colon - d0 === 6 && isSha256At(line, d0) ? "sha256" : line.slice(d0, colon)
     hexAt = colon + 1
   }
   out.digestAlg = alg
@@ -278,6 +268,32 @@ export const parseLineInto = (
   out.length = off + 4 + e
   return undefined
 }
+
+/**
+ * The template named by text[at, at + n): "ima", "ima-ng", "ima-sig" or "ima-buf". Character codes
+ * instead of startsWith: a native call per candidate cost more than the rest of the line's parse.
+ */
+const templateAt = (text: string, at: number, n: number): TemplateName | undefined => {
+  // "ima"
+  if (n < 3 || text.charCodeAt(at) !== 105 || text.charCodeAt(at + 1) !== 109 || text.charCodeAt(at + 2) !== 97) return undefined
+  if (n === 3) return "ima"
+  if (text.charCodeAt(at + 3) !== 45) return undefined
+  const a = text.charCodeAt(at + 4)
+  const b = text.charCodeAt(at + 5)
+  // "-ng"
+  if (n === 6) return a === 110 && b === 103 ? "ima-ng" : undefined
+  if (n !== 7) return undefined
+  const c = text.charCodeAt(at + 6)
+  // "-sig", "-buf"
+  if (a === 115 && b === 105 && c === 103) return "ima-sig"
+  if (a === 98 && b === 117 && c === 102) return "ima-buf"
+  return undefined
+}
+
+/** text[at, at + 6) is "sha256". */
+const isSha256At = (text: string, at: number): boolean =>
+  text.charCodeAt(at) === 115 && text.charCodeAt(at + 1) === 104 && text.charCodeAt(at + 2) === 97 &&
+  text.charCodeAt(at + 3) === 50 && text.charCodeAt(at + 4) === 53 && text.charCodeAt(at + 5) === 54
 
 /** Position of char code c in text[a, b), or -1. */
 const indexIn = (text: string, c: number, a: number, b: number): number => {

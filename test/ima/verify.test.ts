@@ -101,6 +101,18 @@ eachCryptoPort("altered lists fail with the right type", () => {
     const p = compile(policyAllowing(tpmList256(), { logHashAlg: "sha256" }))
     expect(verifyIma({ list: tpmList256(), startEntry: 0, policy: p, quotedPcr10: quoted }).failures).toEqual([])
   })
+  it("the sha256 column of one quoted sha256 bank: upper case passes, another digit fails ima_hash, a non-hex one is unparsable", () => {
+    const p = compile(policyAllowing(tpmList256(), { logHashAlg: "sha256" }))
+    const ls = tpmList256().split("\n").filter((l) => l !== "")
+    const column = (i: number, f: (th: string) => string) => ls.map((l, k) => k === i ? l.replace(/^(\S+) (\S+)/, (_, pcr: string, th: string) => `${pcr} ${f(th)}`) : l)
+    const run = (list: Array<string>) => verifyIma({ list: withLines(list), startEntry: 0, policy: p, quotedPcr10: quoted })
+    expect(run(column(2, (th) => th.toUpperCase())).failures).toEqual([])
+    const flip = (th: string) => th.slice(0, 10) + (th[10] === "0" ? "1" : "0") + th.slice(11)
+    // the PCR is extended with the computed hash, so only the entry fails
+    expect(types(run(column(2, flip)))).toEqual(["ima.validation.ima_hash"])
+    // an unparsable line is not extended
+    expect(types(run(column(2, (th) => th.slice(0, 10) + "z" + th.slice(11))))).toEqual(["ima.parser.entry", "ima.pcr_mismatch"])
+  })
 })
 
 eachCryptoPort("excludes and boot_aggregate", () => {

@@ -9,7 +9,7 @@ import { decodeAgentCreation, REQUIRED_KEYS } from "../../src/verifier/domain/ag
 import { InvalidAgentBody, InvalidRuntimePolicy } from "../../src/verifier/domain/errors.js"
 import { loadRuntime } from "../../src/verifier/domain/policy/loadRuntime.js"
 import { prepareMbPolicy } from "../../src/verifier/domain/policy/mbUpload.js"
-import { decodeMbPolicyRequest, decodeRuntimePolicyRequest } from "../../src/verifier/domain/policy/Policies.js"
+import { base64Buffer, decodeMbPolicyRequest, decodeRuntimePolicyRequest } from "../../src/verifier/domain/policy/Policies.js"
 import { prepareRuntimePolicy } from "../../src/verifier/domain/policy/runtimeUpload.js"
 import { invalidAgentBodyText, invalidRuntimePolicyText } from "../../src/verifier/domain/texts.js"
 import { recordedPolicyBase64, validBody } from "./support.js"
@@ -99,6 +99,22 @@ describe("creation-body reader", () => {
 })
 
 describe("policy upload readers", () => {
+  it("strict base64 takes exactly the texts whose bytes encode back to them", () => {
+    const alphabet = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \n%é"]
+    const near = fc.uint8Array({ maxLength: 40 }).chain((bytes) => {
+      const good = Buffer.from(bytes).toString("base64")
+      return fc.tuple(fc.nat({ max: good.length }), fc.constantFrom(...alphabet), fc.boolean()).map(([at, c, replace]) =>
+        good.slice(0, at) + c + good.slice(replace ? at + 1 : at))
+    })
+    fc.assert(
+      fc.property(fc.oneof(near, fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString("base64")), fc.string({ maxLength: 12 })), (s) => {
+        const roundTrip = Buffer.from(s, "base64").toString("base64") === s
+        expect([s, base64Buffer(s) !== undefined]).toEqual([s, roundTrip])
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
   const policyText = Buffer.from(recordedPolicyBase64(), "base64").toString()
 
   it("random runtime-policy request bodies are refused with a field, or read", () => {

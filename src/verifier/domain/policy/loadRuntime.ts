@@ -41,18 +41,24 @@ const REQUIRED = ["meta", "release", "digests", "excludes", "keyrings", "ima", "
 
 const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 
-export const checksumOf = (text: string): string => crypto.createHash("sha256").update(text, "utf8").digest("hex")
+/** Hex SHA-256 of the text's UTF-8, or of `bytes` when the caller has them (they must be the text's UTF-8). */
+export const checksumOf = (text: string, bytes?: Uint8Array): string =>
+  bytes === undefined ? crypto.createHash("sha256").update(text, "utf8").digest("hex") : crypto.hash("sha256", bytes, "hex")
 
 const malformatted = (field: string, reason: string, detail: string): Either.Either<never, RuntimePolicyLoadError> =>
   Either.left({ field, reason, kind: "malformatted", keylimeDetail: detail, keylimeText: `Runtime policy is malformatted: ${detail}` })
 
-/** Decodes and compiles policy text (a plain v1 runtime policy, not a DSSE envelope). */
-export const loadRuntime = (text: string): Either.Either<LoadedRuntimePolicy, RuntimePolicyLoadError> => {
+/**
+ * Decodes and compiles policy text (a plain v1 runtime policy, not a DSSE envelope). `bytes`, when
+ * given, are the text's UTF-8 (an upload's decoded base64): the checksum is taken of them instead of
+ * encoding the text again.
+ */
+export const loadRuntime = (text: string, bytes?: Uint8Array): Either.Either<LoadedRuntimePolicy, RuntimePolicyLoadError> => {
   const scanned = scanRuntimePolicy(text)
   if (scanned !== undefined && !hasPayload(scanned.doc)) {
     const compiled = compileRuntimePolicyDocument(scanned.doc, scanned.tables)
     if (Either.isRight(compiled)) {
-      return Either.right({ compiled: compiled.right.policy, checksum: checksumOf(text), hasPolicy: compiled.right.hasRuntimePolicy })
+      return Either.right({ compiled: compiled.right.policy, checksum: checksumOf(text, bytes), hasPolicy: compiled.right.hasRuntimePolicy })
     }
   }
   return loadBySchema(text)

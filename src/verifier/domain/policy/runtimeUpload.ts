@@ -16,6 +16,8 @@ import { type LoadedRuntimePolicy, loadRuntime } from "./loadRuntime.js"
 export interface RuntimePolicyUpload {
   /** The document as sent (already base64-decoded). */
   readonly text: string
+  /** Its UTF-8 bytes when the caller has them (the base64 decoded): the checksum is taken of these. */
+  readonly bytes?: Uint8Array | undefined
   /** `runtime_policy_key`: public key or certificate, PEM or DER (already base64-decoded). */
   readonly key: Uint8Array | null
   /** `runtime_policy_sig`: detached signature over `text` (already base64-decoded). */
@@ -69,6 +71,8 @@ export const prepareRuntimePolicy = (
   }
 
   let text = upload.text
+  // the bytes as sent are the text's only while neither the envelope nor the legacy form replaces it
+  let bytes = upload.bytes
   const envelope = isEnvelope(text)
   if (envelope !== undefined) {
     if (key === undefined) return refuse("runtime_policy_key", "key_required", "is required to verify the signed (DSSE) policy")
@@ -77,9 +81,10 @@ export const prepareRuntimePolicy = (
     const decoded = Either.try(() => new TextDecoder("utf-8", { fatal: true }).decode(payload.right))
     if (Either.isLeft(decoded)) return refuse("runtime_policy", "invalid", "DSSE payload is not UTF-8 text")
     text = decoded.right
+    bytes = undefined
   } else if (upload.signature !== null) {
     if (upload.key === null) return refuse("runtime_policy_key", "key_required", "is required with runtime_policy_sig")
-    const checked = verifyDetached(new TextEncoder().encode(upload.text), upload.signature, upload.key)
+    const checked = verifyDetached(upload.bytes ?? new TextEncoder().encode(upload.text), upload.signature, upload.key)
     if (Either.isLeft(checked)) return refuse("runtime_policy_sig", "bad_signature", `does not verify: ${checked.left.reason}`)
   } else if (options.requireSignatures) {
     return upload.key === null
@@ -94,9 +99,10 @@ export const prepareRuntimePolicy = (
     const converted = runtimePolicyFromLegacyJson(text)
     if (Either.isLeft(converted)) return refuse("allowlist", "malformatted", `is not a runtime policy or a JSON allowlist: ${converted.left.message}`)
     text = pythonJsonDumps(converted.right)
+    bytes = undefined
   }
 
-  const loaded = loadRuntime(text)
+  const loaded = loadRuntime(text, bytes)
   if (Either.isLeft(loaded)) {
     return refuse(loaded.left.field, loaded.left.kind, loaded.left.reason, loaded.left.keylimeDetail)
   }

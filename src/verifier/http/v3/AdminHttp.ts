@@ -64,12 +64,15 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           return jsonApiResponse(status, documentOf(resource, withLocation ? resource.links.self : path), withLocation ? { location: resource.links.self } : {})
         }))
 
-    /** The policy `read` gives (stored now, or read back), as a document. */
-    const imaDocument = (read: Effect.Effect<RuntimePolicyResponse, VerifierDomainError>, status: number, withLocation = false) =>
+    /** The policy `read` gives (stored now: without its text, or read back), as a document. */
+    const imaDocument = (read: Effect.Effect<RuntimePolicyResponse, VerifierDomainError>, status: number, stored: "created" | "updated" | "read") =>
       answer("imaPolicy", read, (p) =>
         Effect.map(prefixAndPath, ({ prefix, path }) => {
           const self = imaPolicyPath(prefix, p.name)
-          return jsonApiResponse(status, documentOf(imaPolicyResource(p, prefix), withLocation ? self : path), withLocation ? { location: self } : {})
+          const resource = imaPolicyResource(p, prefix, stored === "read")
+          return stored === "created"
+            ? jsonApiResponse(status, documentOf(resource, self), { location: self })
+            : jsonApiResponse(status, documentOf(resource, path))
         }))
 
     const uefiDocument = (name: string, status: number, withLocation = false) =>
@@ -126,16 +129,16 @@ export const V3AdminHttpLive = HttpApiBuilder.group(VerifierApi, "v3admin", (han
           const doc = yield* readBody(ReadCreateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const { id, attributes } = doc.right.data
-          return yield* imaDocument(policies.addRuntime(id, attributes), 201, true)
+          return yield* imaDocument(policies.addRuntime(id, attributes), 201, "created")
         }))
-      .handle("showImaPolicy", ({ path }) => imaDocument(policies.getRuntime(path.name), 200))
+      .handle("showImaPolicy", ({ path }) => imaDocument(policies.getRuntime(path.name), 200, "read"))
       .handleRaw("updateImaPolicy", ({ path }) =>
         Effect.gen(function*() {
           const doc = yield* readBody(ReadUpdateDocument(V3Type.imaPolicy), V3Type.imaPolicy)
           if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
           const mismatch = idMismatch(doc.right.data.id, path.name)
           if (mismatch !== undefined) return yield* mismatch
-          return yield* imaDocument(policies.updateRuntime(path.name, doc.right.data.attributes), 200)
+          return yield* imaDocument(policies.updateRuntime(path.name, doc.right.data.attributes), 200, "updated")
         }))
       .handle("deleteImaPolicy", ({ path }) =>
         answer("imaPolicy", policies.deleteRuntime(path.name), () => noContent))

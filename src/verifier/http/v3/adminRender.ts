@@ -44,10 +44,15 @@ export const agentResource = (r: AgentRecord, settings: RenderSettings, prefix: 
   }
 }
 
-export const imaPolicyResource = (p: RuntimePolicyResponse, prefix: string) => ({
+/**
+ * An IMA policy resource; `withText` false leaves the policy text out (the answer to a create or
+ * update: the client has just sent those megabytes, and escaping them into the answer cost ~0.4×
+ * the policy's whole load; GET returns them).
+ */
+export const imaPolicyResource = (p: RuntimePolicyResponse, prefix: string, withText = true) => ({
   type: V3Type.imaPolicy,
   id: p.name,
-  attributes: { runtime_policy: p.runtime_policy, tpm_policy: p.tmp_policy },
+  attributes: withText ? { runtime_policy: p.runtime_policy, tpm_policy: p.tmp_policy } : { tpm_policy: p.tmp_policy },
   links: { self: imaPolicyPath(prefix, p.name) }
 })
 
