@@ -52,6 +52,9 @@ const main = Effect.gen(function*() {
   const config = join(dir, "attest.toml")
   writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
   const prof = process.env["BENCH_PROF_DIR"]
+  // a profile's clock is monotonic µs: each load's window is printed in it for bench/_profileSummary.ts
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+  const originUs = monotonicUs() - performance.now() * 1000
   const verifier = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`])
 
   const versionBody = JSON.stringify({ code: 200, status: "Success", results: { current_version: V2_VERSIONS.current, supported_versions: V2_VERSIONS.supported } })
@@ -102,6 +105,7 @@ const main = Effect.gen(function*() {
       await Promise.all(Array.from({ length: CONCURRENCY }, worker))
       const seconds = (performance.now() - start) / 1000
       const cpu = (cpuMs(server.pid) - before) / n
+      if (prof !== undefined) console.log(`profile window ${server.url}${path} ${Math.round(start * 1000 + originUs)} ${monotonicUs()} (${n} requests)`)
       latencies.sort((a, b) => a - b)
       return { cpu, perS: n / seconds, p50: percentile(latencies, 50), threads: threadSplit(threads, threadCpuMs(server.pid), n) }
     })
