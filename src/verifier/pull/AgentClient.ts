@@ -3,7 +3,9 @@
  * notices. The quote, asked every `quote_interval` of every agent, goes straight to the agent's
  * undici pool and its answer is decoded with the endpoint's own success schema from `AgentApi`
  * (quoteRequest.ts): the generic HttpApiClient pipeline cost about a third of the verifier's CPU per
- * attestation. The rare requests (V, revocation) use `HttpApiClient.make(AgentApi)`. Each agent gets its own HTTPS client (an undici pool)
+ * attestation. The rare requests (V, revocation) use `HttpApiClient.make(AgentApi)`, made at the
+ * first of them (reflecting AgentApi for every agent polled was a third of an enrolment's CPU:
+ * bench/agent-add.ts). Each agent gets its own HTTPS client (an undici pool)
  * trusting exactly that agent's `mtls_cert` (or `agent_ca` when configured) and presenting the
  * verifier's client certificate; it is made once per (address, certificate) and kept while the
  * agent is polled (keep-alive: one TLS handshake, not one per quote). The host name is not checked:
@@ -104,7 +106,8 @@ interface Entry {
   readonly origin: string
   readonly basePath: string
   readonly dispatcher: Undici.Dispatcher
-  readonly client: AgentApiClient
+  /** Made at the first rare request (V, revocation): reflecting AgentApi costs more than a quote. */
+  readonly client: Effect.Effect<AgentApiClient>
   readonly scope: Scope.CloseableScope
 }
 
@@ -156,9 +159,9 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
         const dispatcher = yield* undiciAgent(tls, t.mtlsCert, timeoutMs).pipe(Scope.extend(scope))
         const origin = `${scheme}://${host}:${t.port}`
         const basePath = `/v${t.apiVersion}`
-        const client = yield* makeApiClient(origin + basePath).pipe(
+        const client = yield* Effect.cached(makeApiClient(origin + basePath).pipe(
           Effect.provideService(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher))
-        )
+        ))
         const entry: Entry = { key, origin, basePath, dispatcher, client, scope }
         entries.set(t.agentId, entry)
         return entry
@@ -177,7 +180,7 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
         )
 
     const call = <A>(t: AgentTarget, operation: AgentRequestFailed["operation"], f: (c: AgentApiClient) => Effect.Effect<A, unknown>) =>
-      Effect.flatMap(clientFor(t), (e) => f(e.client)).pipe(
+      Effect.flatMap(clientFor(t), (e) => Effect.flatMap(e.client, f)).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => ({ _tag: "TimeoutException" }) }),
         Effect.catchAll((e) => {
           const c = classify(e)
