@@ -35,7 +35,7 @@ import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { answerClientErrors } from "./clientError.js"
 import { envelopeUndeclared } from "./envelope.js"
-import type { Listener } from "./identity.js"
+import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
 import {
@@ -72,7 +72,8 @@ export interface NodeServerOptions {
 /**
  * A node HTTP or HTTPS server with the TLS policy, the clientError envelope hook and the bounds of
  * src/http/timeouts.ts: a client that has not finished its TLS handshake or sent its headers in
- * time, or its whole request, is closed, and so is an idle keep-alive connection.
+ * time, or its whole request, is closed, and so is an idle keep-alive connection. TLS
+ * renegotiation is refused, so a connection keeps the client certificate of its handshake.
  */
 export const nodeServer = (options: NodeServerOptions = {}): http.Server => {
   const base = options.timeouts ?? DEFAULT_LISTENER_TIMEOUTS
@@ -90,6 +91,8 @@ export const nodeServer = (options: NodeServerOptions = {}): http.Server => {
       ...serverTlsPolicy
     })
   answerClientErrors(server)
+  // no renegotiation: a connection's client certificate is the one of its handshake (identity.ts)
+  if (tls !== undefined) server.on("secureConnection", fixPeerCertificate)
   return server
 }
 

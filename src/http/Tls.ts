@@ -107,24 +107,35 @@ const serverTlsOfSection = (component: string, c: ServerTlsSection) =>
 /**
  * Admin check per request: isAdminCertificate against the trusted client CAs and the CRL in force,
  * at Clock time. A revoked certificate is logged as a warning (someone holds a withdrawn admin key).
+ * A granted verdict is kept per peer certificate object (one per connection: identity.ts
+ * peerCertificate) while the CRL in force is the same list and the time is within the chain's
+ * validity: the chain walk and signature check cost an admin request more than its own work.
  */
-export const adminCheck = (trusted: TrustStore, source?: RevocationSource) => (peer: { readonly der: Uint8Array }) =>
-  Effect.gen(function*() {
-    const now = new Date(yield* Clock.currentTimeMillis)
-    const revocations = source === undefined ? undefined : yield* source.current
-    const admin = isAdminCertificate(peer.der, trusted, now, revocations)
-    if (Either.isLeft(admin) && admin.left.reason === "revoked") {
-      yield* Effect.logWarning("refused a revoked admin client certificate").pipe(
-        Effect.annotateLogs({ reason: "revoked", serial: admin.left.serial ?? "", subject: admin.left.subject ?? "", crl: revocations?.source ?? "" })
-      )
-      return Option.none<string>()
-    }
-    if (Either.isLeft(admin)) {
-      yield* Effect.logDebug(`client certificate is not an admin certificate: ${admin.left.message}`)
-      return Option.none<string>()
-    }
-    return Option.some(admin.right.identity)
-  })
+export const adminCheck = (trusted: TrustStore, source?: RevocationSource) => {
+  const granted = new WeakMap<object, { readonly revocations: unknown; readonly identity: string; readonly from: number; readonly until: number }>()
+  return (peer: { readonly der: Uint8Array }) =>
+    Effect.gen(function*() {
+      const nowMs = yield* Clock.currentTimeMillis
+      const revocations = source === undefined ? undefined : yield* source.current
+      const kept = granted.get(peer)
+      if (kept !== undefined && kept.revocations === revocations && nowMs >= kept.from && nowMs <= kept.until) return Option.some(kept.identity)
+      const admin = isAdminCertificate(peer.der, trusted, new Date(nowMs), revocations)
+      if (Either.isLeft(admin) && admin.left.reason === "revoked") {
+        yield* Effect.logWarning("refused a revoked admin client certificate").pipe(
+          Effect.annotateLogs({ reason: "revoked", serial: admin.left.serial ?? "", subject: admin.left.subject ?? "", crl: revocations?.source ?? "" })
+        )
+        return Option.none<string>()
+      }
+      if (Either.isLeft(admin)) {
+        granted.delete(peer)
+        yield* Effect.logDebug(`client certificate is not an admin certificate: ${admin.left.message}`)
+        return Option.none<string>()
+      }
+      const { identity, validFrom, validUntil } = admin.right
+      granted.set(peer, { revocations, identity, from: validFrom.getTime(), until: validUntil.getTime() })
+      return Option.some(identity)
+    })
+}
 
 /** `ClientIdentity` with the admins of the ServerTls in context (no bearer tokens). */
 export const AdminIdentityLive: Layer.Layer<ClientIdentity, never, ServerTls> = Layer.effect(

@@ -29,9 +29,22 @@ export interface Listener {
 }
 export const currentListener: FiberRef.FiberRef<Listener> = FiberRef.unsafeMake<Listener>({ name: "http", tls: false })
 
-/** The peer certificate of the request's TLS socket, if any was presented. */
-export const peerCertificate = (request: HttpServerRequest.HttpServerRequest): Option.Option<PeerCertificate> => {
-  const socket = NodeHttpServerRequest.toIncomingMessage(request).socket as Partial<TLSSocket>
+/**
+ * TLS sockets whose peer certificate cannot change: attest's servers refuse renegotiation
+ * (nodeServer in HttpServers.ts), so TLS 1.2 cannot swap the certificate mid-connection (TLS 1.3
+ * has no renegotiation at all). Their peer certificate is read once per connection: reading it
+ * (node builds the whole chain as objects) cost more than the rest of an admin request.
+ */
+const fixedPeers = new WeakSet<object>()
+const peerCache = new WeakMap<object, Option.Option<PeerCertificate>>()
+
+/** Refuses renegotiation on a server's TLS socket and lets its peer certificate be read once. */
+export const fixPeerCertificate = (socket: TLSSocket): void => {
+  socket.disableRenegotiation()
+  fixedPeers.add(socket)
+}
+
+const readPeerCertificate = (socket: Partial<TLSSocket>): Option.Option<PeerCertificate> => {
   if (typeof socket.getPeerCertificate !== "function") return Option.none()
   const leaf = socket.getPeerCertificate(true)
   if (!leaf || !leaf.raw) return Option.none()
@@ -45,6 +58,21 @@ export const peerCertificate = (request: HttpServerRequest.HttpServerRequest): O
     next = next.issuerCertificate
   }
   return Option.some({ der: new Uint8Array(leaf.raw), chain, tlsAuthorized: socket.authorized === true })
+}
+
+/**
+ * The peer certificate of the request's TLS socket, if any was presented: the same object for
+ * every request of a connection whose certificate cannot change (fixPeerCertificate).
+ */
+export const peerCertificate = (request: HttpServerRequest.HttpServerRequest): Option.Option<PeerCertificate> => {
+  const socket = NodeHttpServerRequest.toIncomingMessage(request).socket as Partial<TLSSocket>
+  if (!fixedPeers.has(socket)) return readPeerCertificate(socket)
+  let peer = peerCache.get(socket)
+  if (peer === undefined) {
+    peer = readPeerCertificate(socket)
+    peerCache.set(socket, peer)
+  }
+  return peer
 }
 
 /**

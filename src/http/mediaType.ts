@@ -9,7 +9,7 @@
 import { mediaTypeOf } from "./jsonapi.js"
 
 /** Methods whose body is the request's payload; a body on GET or DELETE is read and ignored. */
-const PAYLOAD_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"])
+export const PAYLOAD_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"])
 
 const STRUCTURED_JSON = /^application\/[a-z0-9!#$&^_.-]+\+json$/
 

@@ -16,7 +16,7 @@ const routeOf = (span: Tracer.AnySpan | undefined): string => {
   return typeof route === "string" ? route : UNMATCHED_ROUTE
 }
 
-/** Counts and times each request answered by `app`. */
+/** Counts and times each request answered by `app` (the fiber's Clock read directly: two Effects fewer per request). */
 export const recordRequestMetrics = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
@@ -24,10 +24,11 @@ export const recordRequestMetrics = <E, R>(
     const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
     const span = Context.getOrElse(fiber.currentContext, Tracer.ParentSpan, () => undefined)
     const listener = fiber.getFiberRef(currentListener).name
-    return Effect.flatMap(Clock.currentTimeNanos, (start) =>
-      Effect.onExit(app, (exit) =>
-        Effect.map(Clock.currentTimeNanos, (end) => {
-          const status = Exit.isSuccess(exit) ? exit.value.status : 500
-          unsafeRecordHttpRequest(listener, request.method, routeOf(span), status, Number(end - start) / 1e9)
-        })))
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const start = clock.unsafeCurrentTimeNanos()
+    return Effect.onExit(app, (exit) => {
+      const status = Exit.isSuccess(exit) ? exit.value.status : 500
+      unsafeRecordHttpRequest(listener, request.method, routeOf(span), status, Number(clock.unsafeCurrentTimeNanos() - start) / 1e9)
+      return Effect.void
+    })
   })

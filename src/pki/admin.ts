@@ -10,12 +10,19 @@ import { EKU } from "./certificate.js"
 import { normalizeSerial, type RevocationList } from "./crl.js"
 import { certificateFields } from "../crypto/der.js"
 import { type TrustStore, verifyChain } from "./chain.js"
-import { parseCertificate } from "./parse.js"
+import { parseCertificate, validity } from "./parse.js"
 
 export interface Admin {
   /** The certificate's CN (e.g. `client`), else its whole subject. */
   readonly identity: string
   readonly certificate: crypto.X509Certificate
+  /**
+   * When the verdict holds, as far as time goes: the latest notBefore and the earliest notAfter of
+   * the chain to the trust anchor (a caller may keep the verdict within it while the trust store
+   * and the CRL in force stay the same).
+   */
+  readonly validFrom: Date
+  readonly validUntil: Date
 }
 
 export type NotAdminReason = "no-certificate" | "malformed" | "untrusted" | "expired" | "revoked" | "no-client-auth-eku"
@@ -73,5 +80,12 @@ export const isAdminCertificate = (
       message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
     })
   }
-  return Either.right({ identity: cnOf(x), certificate: x })
+  let validFrom = -Infinity
+  let validUntil = Infinity
+  for (const c of chain.right.path) {
+    const v = validity(c)
+    validFrom = Math.max(validFrom, v.notBefore.getTime())
+    validUntil = Math.min(validUntil, v.notAfter.getTime())
+  }
+  return Either.right({ identity: cnOf(x), certificate: x, validFrom: new Date(validFrom), validUntil: new Date(validUntil) })
 }

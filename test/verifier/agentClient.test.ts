@@ -66,6 +66,8 @@ describe("AgentClient", () => {
       expect(yield* kind(pinned.integrityQuote({ ...target, port: closed }, request))).toEqual(["connection", undefined])
       // another certificate pinned than the one the agent presents
       expect(yield* kind(pinned.integrityQuote({ ...target, agentId: "other", mtlsCert: ca.caPem }, request))).toEqual(["tls", undefined])
+      // a pinned text that is no certificate: no trust at all, a TLS failure when connecting
+      expect(yield* kind(pinned.integrityQuote({ ...target, agentId: "not-pem", mtlsCert: "not a certificate" }, request))).toEqual(["tls", undefined])
       // an API version the agent does not serve: its 400
       const refused = yield* Effect.flip(pinned.integrityQuote({ ...target, agentId: "v9", apiVersion: "9.9" }, request))
       expect([refused.kind, refused.status]).toEqual(["http_status", 400])

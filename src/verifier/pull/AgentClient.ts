@@ -3,7 +3,9 @@
  * notices. The quote, asked every `quote_interval` of every agent, goes straight to the agent's
  * undici pool and its answer is decoded with the endpoint's own success schema from `AgentApi`
  * (quoteRequest.ts): the generic HttpApiClient pipeline cost about a third of the verifier's CPU per
- * attestation. The rare requests (V, revocation) use `HttpApiClient.make(AgentApi)`. Each agent gets its own HTTPS client (an undici pool)
+ * attestation. The rare requests (V, revocation) use `HttpApiClient.make(AgentApi)`, made at the
+ * first of them (reflecting AgentApi for every agent polled was a third of an enrolment's CPU:
+ * bench/agent-add.ts). Each agent gets its own HTTPS client (an undici pool)
  * trusting exactly that agent's `mtls_cert` (or `agent_ca` when configured) and presenting the
  * verifier's client certificate; it is made once per (address, certificate) and kept while the
  * agent is polled (keep-alive: one TLS handshake, not one per quote). The host name is not checked:
@@ -15,6 +17,7 @@ import { HttpApiClient, HttpClient, HttpClientError } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Data, Duration, Effect, Exit, Layer, ParseResult, Scope } from "effect"
 import * as crypto from "node:crypto"
+import * as NodeTls from "node:tls"
 import type { IntegrityQuote } from "../../../schemas/Agent.js"
 import { causeText, networkProblem, type QuoteRequest, type RequestProblem, requestQuote } from "./quoteRequest.js"
 
@@ -104,7 +107,8 @@ interface Entry {
   readonly origin: string
   readonly basePath: string
   readonly dispatcher: Undici.Dispatcher
-  readonly client: AgentApiClient
+  /** Made at the first rare request (V, revocation): reflecting AgentApi costs more than a quote. */
+  readonly client: Effect.Effect<AgentApiClient>
   readonly scope: Scope.CloseableScope
 }
 
@@ -112,29 +116,67 @@ interface Entry {
  * An HttpClient over an undici connection pool for one agent: TLS with the TLS policy, the pinned
  * certificate (or agent_ca) as the only trust, the verifier's client certificate, no host-name
  * check. undici rather than node:https: about 0.3 ms less CPU per request (bench/verifier-fleet.ts).
+ * `context` is that TLS configuration built once (shared by the agents that trust the same
+ * certificate or CA): without it every connection parsed the key and certificates again, the
+ * largest part of an enrolment's CPU (bench/agent-add.ts).
  */
-const undiciAgent = (tls: VerifierClientTlsShape, pinned: string | null, timeoutMs: number) =>
+const undiciAgent = (tls: VerifierClientTlsShape, pinned: string | null, timeoutMs: number, context: NodeTls.SecureContext | undefined) =>
   Effect.acquireRelease(
     Effect.sync(() =>
       new Undici.Agent({
         connect: {
-          ca: tls.agentCa ?? pinned ?? "",
-          ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-          ...(tls.key === undefined ? {} : { key: tls.key }),
+          ...(context === undefined ? contextOptions(tls, pinned) : { secureContext: context }),
           rejectUnauthorized: true,
           checkServerIdentity: () => undefined,
-          timeout: timeoutMs,
-          ...clientTlsPolicy
+          timeout: timeoutMs
         }
       })
     ),
     (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
   )
 
+const contextOptions = (tls: VerifierClientTlsShape, pinned: string | null) => ({
+  ca: tls.agentCa ?? pinned ?? "",
+  ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+  ...(tls.key === undefined ? {} : { key: tls.key }),
+  ...clientTlsPolicy
+})
+
+/**
+ * The TLS contexts of the agents polled, one per trusted certificate text, kept while an agent uses
+ * it. A context that cannot be built (a pinned certificate that is not PEM) is none: the agent's
+ * connections then fail as `tls` when they are tried, as they always did.
+ */
+const makeContexts = (tls: VerifierClientTlsShape) => {
+  const contexts = new Map<string, { readonly context: NodeTls.SecureContext; users: number }>()
+  const acquire = (pinned: string | null): { readonly context: NodeTls.SecureContext | undefined; readonly release: () => void } => {
+    const trust = tls.agentCa ?? pinned ?? ""
+    let held = contexts.get(trust)
+    if (held === undefined) {
+      try {
+        held = { context: NodeTls.createSecureContext(contextOptions(tls, pinned)), users: 0 }
+      } catch {
+        return { context: undefined, release: () => undefined }
+      }
+      contexts.set(trust, held)
+    }
+    const h = held
+    h.users++
+    return {
+      context: h.context,
+      release: () => {
+        if (--h.users === 0 && contexts.get(trust) === h) contexts.delete(trust)
+      }
+    }
+  }
+  return { acquire }
+}
+
 /** The live client: one pool per agent, closed on release and when the layer closes. */
 export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSeconds: number) =>
   Effect.gen(function*() {
     const entries = new Map<string, Entry>()
+    const contexts = makeContexts(tls)
     const timeout = Duration.seconds(requestTimeoutSeconds)
     const timeoutMs = requestTimeoutSeconds * 1000
 
@@ -153,12 +195,14 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
           yield* closeEntry(known)
         }
         const scope = yield* Scope.make()
-        const dispatcher = yield* undiciAgent(tls, t.mtlsCert, timeoutMs).pipe(Scope.extend(scope))
+        const context = contexts.acquire(t.mtlsCert)
+        yield* Scope.addFinalizer(scope, Effect.sync(context.release))
+        const dispatcher = yield* undiciAgent(tls, t.mtlsCert, timeoutMs, context.context).pipe(Scope.extend(scope))
         const origin = `${scheme}://${host}:${t.port}`
         const basePath = `/v${t.apiVersion}`
-        const client = yield* makeApiClient(origin + basePath).pipe(
+        const client = yield* Effect.cached(makeApiClient(origin + basePath).pipe(
           Effect.provideService(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher))
-        )
+        ))
         const entry: Entry = { key, origin, basePath, dispatcher, client, scope }
         entries.set(t.agentId, entry)
         return entry
@@ -177,7 +221,7 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
         )
 
     const call = <A>(t: AgentTarget, operation: AgentRequestFailed["operation"], f: (c: AgentApiClient) => Effect.Effect<A, unknown>) =>
-      Effect.flatMap(clientFor(t), (e) => f(e.client)).pipe(
+      Effect.flatMap(clientFor(t), (e) => Effect.flatMap(e.client, f)).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => ({ _tag: "TimeoutException" }) }),
         Effect.catchAll((e) => {
           const c = classify(e)

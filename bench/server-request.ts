@@ -1,0 +1,154 @@
+/**
+ * The server stack's CPU per request (issue 25 §4): `attest verifier` as its own process (SQLite,
+ * generated CA, HTTPS with mTLS as configured) and, in the same run, a bare `node:https` server in
+ * its own process with the same TLS material and policy (server key and certificate, client
+ * certificates asked for from the same CA, the same ciphers) answering GET /version with the same
+ * JSON. This process is the client: keep-alive connections presenting the generated admin
+ * certificate. Measured: each server process's CPU per request from /proc (every thread: GC and
+ * compiler threads count), for GET /version (public, unversioned) and GET /v2.6/agents/ (admin:
+ * the caller identified by its certificate, one database read). Rounds alternate between the
+ * servers so that the machine's load falls on both alike.
+ *
+ *   npm run bench -- server-request [requests per round] [rounds]
+ *   BENCH_CONCURRENCY=n (default 4): keep-alive connections; BENCH_PROF_DIR=<dir>: CPU profile of the verifier
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as https from "node:https"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { CA_FILES } from "../src/pki/layout.js"
+import { clientTlsPolicy, serverTlsPolicy } from "../src/http/tlsPolicy.js"
+import { V2_VERSIONS } from "../src/http/versions.js"
+import { cpuMs, sysMs, threadCpuMs, threadSplit } from "./_procCpu.js"
+import { spawnVerifier } from "./_verifierProcess.js"
+
+const REQUESTS = Number(process.argv[2] ?? 4000)
+const ROUNDS = Number(process.argv[3] ?? 3)
+const CONCURRENCY = Number(process.env["BENCH_CONCURRENCY"] ?? 4)
+
+/** The bare server: node:https and nothing else, plain JavaScript (no loader), the same TLS options. */
+const BARE = `
+const https = require("node:https"), fs = require("node:fs")
+const [caDir, policy, body] = process.argv.slice(1)
+const server = https.createServer({
+  key: fs.readFileSync(caDir + "/${CA_FILES.serverKey}"), cert: fs.readFileSync(caDir + "/${CA_FILES.serverCert}"),
+  ca: fs.readFileSync(caDir + "/${CA_FILES.caCert}"), requestCert: true, rejectUnauthorized: false, ...JSON.parse(policy)
+}, (req, res) => {
+  req.resume()
+  req.on("end", () => res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body))
+})
+server.listen(0, "127.0.0.1", () => console.log("bare listening on " + server.address().port))
+`
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+const median = (xs: ReadonlyArray<number>) => percentile([...xs].sort((a, b) => a - b), 50)
+
+const main = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "attest-bench-request-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  const caDir = join(dir, "cv_ca")
+  const config = join(dir, "attest.toml")
+  writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${caDir}"`, `data_dir = "${join(dir, "data")}"`, "metrics_port = 0", `log_level = "warning"`, ""].join("\n"))
+  const prof = process.env["BENCH_PROF_DIR"]
+  // a profile's clock is monotonic µs: each load's window is printed in it for bench/_profileSummary.ts
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+  const originUs = monotonicUs() - performance.now() * 1000
+  const verifier = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`])
+
+  const versionBody = JSON.stringify({ code: 200, status: "Success", results: { current_version: V2_VERSIONS.current, supported_versions: V2_VERSIONS.supported } })
+  const bareChild = spawn(process.execPath, ["-e", BARE, caDir, JSON.stringify(serverTlsPolicy), versionBody], { stdio: ["ignore", "pipe", "inherit"] })
+  const bareExited = new Promise((r) => bareChild.once("exit", r))
+  yield* Effect.addFinalizer(() => Effect.promise(() => (bareChild.kill("SIGINT"), bareExited)))
+  const barePort = yield* Effect.async<number>((resume) => {
+    let out = ""
+    bareChild.stdout.on("data", (d: Buffer) => {
+      out += d.toString()
+      const m = /bare listening on (\d+)/.exec(out)
+      if (m) resume(Effect.succeed(Number(m[1])))
+    })
+    bareChild.once("exit", (code) => resume(Effect.dieMessage(`bare server exited (${code}): ${out}`)))
+  })
+  const bare = { pid: bareChild.pid!, url: `https://127.0.0.1:${barePort}` }
+
+  const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ...verifier.tls, ...clientTlsPolicy })
+  yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
+  /** One GET on a keep-alive connection; its status and body length are checked. */
+  const get = (base: string, path: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = https.request(base + path, { agent, method: "GET" }, (res) => {
+        let n = 0
+        res.on("data", (d: Buffer) => (n += d.length))
+        res.on("end", () => res.statusCode === 200 && n > 0 ? resolve(n) : reject(new Error(`GET ${base}${path}: ${res.statusCode}`)))
+      })
+      req.on("error", reject)
+      req.end()
+    })
+
+  /** `n` GETs over CONCURRENCY connections: the server's CPU per request (all threads), its threads' split, the latency. */
+  const load = (server: { pid: number; url: string }, path: string, n: number) =>
+    Effect.promise(async () => {
+      const latencies: Array<number> = []
+      const threads = threadCpuMs(server.pid)
+      const before = cpuMs(server.pid)
+      const sysBefore = sysMs(server.pid)
+      let next = 0
+      const worker = async () => {
+        while (next < n) {
+          next++
+          const t = performance.now()
+          await get(server.url, path)
+          latencies.push(performance.now() - t)
+        }
+      }
+      const start = performance.now()
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+      const seconds = (performance.now() - start) / 1000
+      const cpu = (cpuMs(server.pid) - before) / n
+      const sys = (sysMs(server.pid) - sysBefore) / n
+      if (prof !== undefined) console.log(`profile window ${server.url}${path} ${Math.round(start * 1000 + originUs)} ${monotonicUs()} (${n} requests)`)
+      latencies.sort((a, b) => a - b)
+      return { cpu, sys, perS: n / seconds, p50: percentile(latencies, 50), threads: threadSplit(threads, threadCpuMs(server.pid), n) }
+    })
+
+  // warm-up: JIT, connections, the verifier's first database read
+  for (let i = 0; i < 2; i++) {
+    yield* load(bare, "/version", 2000)
+    yield* load(verifier, "/version", 2000)
+    yield* load(verifier, "/v2.6/agents/", 1000)
+  }
+  const bareCpu: Array<number> = []
+  const versionCpu: Array<number> = []
+  const adminCpu: Array<number> = []
+  const loads: Array<string> = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    loads.push(loadavg().map((l) => l.toFixed(2)).join(" "))
+    const b = yield* load(bare, "/version", REQUESTS)
+    const v = yield* load(verifier, "/version", REQUESTS)
+    const a = yield* load(verifier, "/v2.6/agents/", REQUESTS)
+    bareCpu.push(b.cpu)
+    versionCpu.push(v.cpu)
+    adminCpu.push(a.cpu)
+    console.log(`round ${round} (load ${loads.at(-1)}): bare node:https GET /version ${b.cpu.toFixed(3)} ms (kernel ${b.sys.toFixed(3)}; ${b.perS.toFixed(0)}/s, p50 ${b.p50.toFixed(2)} ms; ${b.threads})`)
+    console.log(`  attest verifier GET /version ${v.cpu.toFixed(3)} ms (kernel ${v.sys.toFixed(3)}; ${v.perS.toFixed(0)}/s, p50 ${v.p50.toFixed(2)} ms; ${v.threads})`)
+    console.log(`  attest verifier GET /v2.6/agents/ (admin, mTLS) ${a.cpu.toFixed(3)} ms (kernel ${a.sys.toFixed(3)}; ${a.perS.toFixed(0)}/s, p50 ${a.p50.toFixed(2)} ms; ${a.threads})`)
+  }
+  const bareMs = median(bareCpu)
+  const versionMs = median(versionCpu)
+  const adminMs = median(adminCpu)
+  console.log(`server CPU per keep-alive HTTPS request, ${CONCURRENCY} connections, median of ${ROUNDS} rounds of ${REQUESTS} (load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}):`)
+  console.log(`  bare node:https ${bareMs.toFixed(3)} ms, attest GET /version ${versionMs.toFixed(3)} ms (${(versionMs / bareMs).toFixed(2)}x bare), attest admin GET /v2.6/agents/ ${adminMs.toFixed(3)} ms (${(adminMs / bareMs).toFixed(2)}x bare)`)
+  console.log(`BENCH server_request_cpu_ms ${versionMs.toFixed(3)} ms`)
+  console.log(`BENCH server_request_ratio_to_bare ${(versionMs / bareMs).toFixed(2)}`)
+  console.log(`BENCH server_request_bare_cpu_ms ${bareMs.toFixed(3)} ms`)
+  console.log(`BENCH server_request_admin_cpu_ms ${adminMs.toFixed(3)} ms`)
+})
+
+Effect.runPromise(Effect.scoped(main)).then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  }
+)
