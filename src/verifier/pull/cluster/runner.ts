@@ -10,9 +10,11 @@ import { type MessageStorage, RunnerAddress, RunnerHealth, Runners, type Shardin
 import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/NodeClusterSocket"
 import { RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
-import { Duration, Layer, Option, Schedule, Schema } from "effect"
+import { Duration, Layer, Option, Schema } from "effect"
 import { chooseBackend } from "../../../db/Sql.js"
 import type { VerifierOptions } from "../../../config/sections.js"
+import { builtOneAtATime } from "../../../db/startLock.js"
+import { reasonsOf } from "../../../ops/errorText.js"
 
 /** `cluster = true` with a database several processes cannot share, or a runner port that cannot be listened on. */
 export class ClusterModeRefused extends Schema.TaggedError<ClusterModeRefused>()("ClusterModeRefused", {
@@ -43,11 +45,18 @@ export const clusterRefusal = (c: VerifierOptions): ClusterModeRefused | undefin
 }
 
 /**
- * The engine makes its tables at start with no lock: two runners starting at once can collide on
- * CREATE TABLE IF NOT EXISTS (PostgreSQL's catalogue says duplicate key). The loser tries again.
+ * The engine's message and runner storages in the verifier's database, their tables made by one
+ * runner at a time (db/startLock.ts: two runners making them at the same instant stopped one of
+ * them at start). A database that cannot take them stops the start, saying so.
  */
-const createdOnce = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
-  storage.pipe(Layer.retry(Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(5)))))
+const storages =
+  builtOneAtATime("cluster tables", Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer)).pipe(
+    Layer.mapError((e) =>
+      new ClusterModeRefused({
+        message: `[verifier] cluster = true: the cluster tables (cluster_*) cannot be made or read in database_url: ${reasonsOf(e)}`
+      })
+    )
+  )
 
 /** Sharding (and Runners, MessageStorage) for this runner over the SqlClient in context. */
 export const runnerLayer = (
@@ -69,8 +78,7 @@ export const runnerLayer = (
   return SocketRunner.layer.pipe(
     Layer.provide([server, layerClientProtocol]),
     Layer.provide(health),
-    Layer.provideMerge(Layer.orDie(createdOnce(SqlMessageStorage.layer))),
-    Layer.provide(Layer.orDie(createdOnce(SqlRunnerStorage.layer))),
+    Layer.provideMerge(storages),
     Layer.provide(ShardingConfig.layer(shardingConfigOf(c))),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
