@@ -1,5 +1,5 @@
 /** How `attest verifier` runs: start the verifier from `[verifier]` and say where it listens. */
-import { Cause, Console, Effect, Layer, Option } from "effect"
+import { Cause, Chunk, Console, Effect, Layer, Option } from "effect"
 import { BoundListeners } from "../http/HttpServers.js"
 import { Logging } from "../ops/Logging.js"
 import { MetricsEndpoint } from "../http/MetricsListener.js"
@@ -28,5 +28,7 @@ export const run = ({ config }: { readonly config: Option.Option<string> }) =>
   }).pipe(
     Effect.tapError((e) => Console.error(`attest verifier: ${"message" in e ? e.message : String(e)}`)),
     // a defect (runMain reports nothing: disableErrorReporting) is said too, never a silent exit 1
-    Effect.tapDefect((defect) => Console.error(`attest verifier: stopped by a defect: ${reasonsOf(defect)}\n${Cause.pretty(Cause.die(defect))}`))
+    Effect.tapDefect((cause) =>
+      Console.error(`attest verifier: stopped by a defect: ${Chunk.toReadonlyArray(Cause.defects(cause)).map(reasonsOf).join("; ")}\n${Cause.pretty(cause)}`)
+    )
   )

@@ -28,16 +28,21 @@ export interface NotAdmin {
   readonly subject?: string
 }
 
-const cnOf = (x: crypto.X509Certificate): string =>
+export const cnOf = (x: crypto.X509Certificate): string =>
   x.subject.split("\n").find((l) => l.startsWith("CN="))?.slice(3) ?? x.subject.replace(/\n/g, ", ")
 
-export const isAdminCertificate = (
+/**
+ * What every certificate a peer presents to a server of attest must be (an admin's, a cluster
+ * runner's): it chains to `trustedCas`, is valid at `now` and is not revoked (when the trusted CAs'
+ * CRLs are given). The usage (EKU) is the caller's check.
+ */
+export const trustedPeerCertificate = (
   peerCertDer: Uint8Array | undefined,
   trustedCas: TrustStore,
   now: Date,
   /** Parsed, verified CRLs of the trusted CAs; without it revocation is not checked. */
   revocations?: RevocationList
-): Either.Either<Admin, NotAdmin> => {
+): Either.Either<crypto.X509Certificate, NotAdmin> => {
   if (peerCertDer === undefined || peerCertDer.length === 0) {
     return Either.left({ reason: "no-certificate", message: "no client certificate was presented" })
   }
@@ -66,12 +71,23 @@ export const isAdminCertificate = (
       })
     }
   }
-  // node reports the EKU OIDs as keyUsage; undefined when the extension is absent.
-  if (!(x.keyUsage ?? []).includes(EKU.clientAuth)) {
-    return Either.left({
-      reason: "no-client-auth-eku",
-      message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
-    })
-  }
-  return Either.right({ identity: cnOf(x), certificate: x })
+  return Either.right(x)
 }
+
+/** Does the certificate carry this extended key usage (node reports the EKU OIDs as keyUsage; undefined when the extension is absent)? */
+export const hasExtendedKeyUsage = (x: crypto.X509Certificate, oid: string): boolean => (x.keyUsage ?? []).includes(oid)
+
+export const isAdminCertificate = (
+  peerCertDer: Uint8Array | undefined,
+  trustedCas: TrustStore,
+  now: Date,
+  /** Parsed, verified CRLs of the trusted CAs; without it revocation is not checked. */
+  revocations?: RevocationList
+): Either.Either<Admin, NotAdmin> =>
+  Either.flatMap(trustedPeerCertificate(peerCertDer, trustedCas, now, revocations), (x) =>
+    hasExtendedKeyUsage(x, EKU.clientAuth)
+      ? Either.right({ identity: cnOf(x), certificate: x })
+      : Either.left({
+        reason: "no-client-auth-eku",
+        message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
+      }))
