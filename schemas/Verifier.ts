@@ -44,6 +44,13 @@ const StatusTail = {
   last_received_quote: Schema.NullOr(Schema.Int),
   last_successful_attestation: Schema.NullOr(Schema.Int),
   /**
+   * attest's additions for a pull agent only (issue 24): seconds since its last verified quote
+   * (from its creation before the first), and the runner whose loop last took it
+   * (`cluster_runner_host:cluster_runner_port`; null in single-process mode).
+   */
+  seconds_since_verified_quote: Schema.optional(Schema.Int),
+  owner_runner: Schema.optional(NullableString),
+  /**
    * attest's additions for a push agent only (absent for pull agents, whose bodies stay Keylime's):
    * `push`; the verdict and index of its latest completed attestation; the reason and time
    * (epoch seconds) of its latest failed one, whose failure type and message are

@@ -60,7 +60,8 @@ export const prepareArgv = (tree: CommandInfo, argv: ReadonlyArray<string>): Pre
     node = child
     i++
   }
-  if (node.children.length > 0) return { _tag: "Help", command: node }
+  // a group with options of its own runs itself (`attest verifier`, beside `attest verifier cluster …`)
+  if (node.children.length > 0 && node.options.length === 0) return { _tag: "Help", command: node }
   const rest = tokens.slice(i)
   const dashDash = rest.indexOf("--")
   if ((dashDash === -1 ? rest : rest.slice(0, dashDash)).some((t) => HELP.has(t))) return { _tag: "Help", command: node }

@@ -46,7 +46,9 @@ const optionNotes = (o: OptionInfo): string => {
 const usageLine = (c: CommandInfo): string => {
   const required = c.options.filter((o) => !o.optional).map((o) => (o.value === null ? o.names[0]! : `${o.names[0]} <${o.value}>`))
   const hasOptional = c.options.some((o) => o.optional)
-  return [c.path.join(" "), ...(c.children.length > 0 ? ["<command>"] : []), ...required, ...(hasOptional ? ["[options]"] : []), ...c.args].join(" ")
+  // a group with options of its own also runs alone (argv.ts): its command is optional
+  const command = c.children.length === 0 ? [] : c.options.length > 0 ? ["[<command>]"] : ["<command>"]
+  return [c.path.join(" "), ...command, ...required, ...(hasOptional ? ["[options]"] : []), ...c.args].join(" ")
 }
 
 /** The help of one command, at most `width` characters a line (where words allow). */

@@ -7,7 +7,8 @@
  * live status table until Ctrl-C (SIGINT/SIGTERM), which closes every listener. A second start
  * reuses the directory: same CA, same TPMs, same agent ids, and the verifier resumes its agents.
  * `--push N` adds N push agents (API 3.0, no listening port), enrolled at the same verifier as push
- * agents (`attestation_model: push`): one verifier attests both kinds.
+ * agents (`attestation_model: push`): one verifier attests both kinds. `--verifiers N` starts N
+ * verifier runners in cluster mode on the PostgreSQL `--database-url` (up/runners.ts).
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Context, Effect, Either, Layer, Option, Schema } from "effect"
@@ -34,7 +35,8 @@ import { enrol, type UpAgent } from "./up/enrol.js"
 import { enrolPush } from "./up/enrolPush.js"
 import { EXPOSE_FLAG, upHosts } from "./up/hosts.js"
 import { startPushAgents } from "./up/pushAgents.js"
-import { SIMULATOR_CA_FILE, type UpOptions, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
+import { checkVerifiers, freePort } from "./up/runners.js"
+import { SIMULATOR_CA_FILE, type UpOptions, type UpRunner, upRegistrarSection, upTenantSection, upVerifierSection } from "./up/sections.js"
 import { type LiveRegion, makeLiveRegion, regionConsole } from "./up/liveRegion.js"
 import { watchStatus } from "./up/status.js"
 import { UsageError } from "../config/usageError.js"
@@ -85,6 +87,7 @@ export const up = (o: UpOptions) => {
         return yield* new UsageError({ message: `--tamper ${t}: no such agent; give its number 1-${o.agents + o.push} (or its uuid)` })
       }
     }
+    const runners = yield* checkVerifiers(o)
     const hosts = upHosts(o.host, o.exposeOnNetwork)
     if (Either.isLeft(hosts)) return yield* new UsageError({ message: hosts.left })
     const { reach, dashboard: dashboardHost, exposed } = hosts.right
@@ -129,14 +132,25 @@ export const up = (o: UpOptions) => {
       // this process's agents reach it through loopback when it listens on every interface
       return { http: `http://${bracket(reach)}:${http.port}`, https }
     })
-    const startVerifier = Effect.gen(function*() {
-      const section = upVerifierSection(o, dataDir)
-      const ctx = yield* Layer.build(VerifierFromConfig(section, pollerFromConfig(section)))
-      const listener = Context.get(ctx, BoundListeners).get(VERIFIER_LISTENER)!
-      yield* say(`verifier   ${listener.url}  (admin API, mTLS; quotes every ${o.quoteInterval} s)`)
-      const metrics = Context.get(ctx, MetricsEndpoint)
-      if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (verifier, Prometheus)`)
-      return listener
+    const startRunner = (runner?: UpRunner) =>
+      Effect.gen(function*() {
+        const section = upVerifierSection(o, dataDir, runner)
+        const ctx = yield* Layer.build(VerifierFromConfig(section, pollerFromConfig(section)))
+        const listener = Context.get(ctx, BoundListeners).get(VERIFIER_LISTENER)!
+        yield* runner === undefined
+          ? say(`verifier   ${listener.url}  (admin API, mTLS; quotes every ${o.quoteInterval} s)`)
+          : say(`verifier ${runner.index}  ${listener.url}  (admin API, mTLS; cluster runner ${section.cluster_runner_host}:${runner.clusterPort})`)
+        const metrics = Context.get(ctx, MetricsEndpoint)
+        if (Option.isSome(metrics)) yield* say(`metrics    ${metrics.value}/metrics  (verifier, Prometheus)`)
+        return listener
+      })
+    // --verifiers N: the runners one after the other (each joins the cluster the first made); the
+    // tenant and the dashboard use the first, and any runner polls any agent
+    const startVerifier = runners === 1 ? startRunner() : Effect.gen(function*() {
+      yield* say(`verifier   cluster mode: ${runners} runners on one PostgreSQL database; quotes every ${o.quoteInterval} s, each agent polled by one runner`)
+      const first = yield* startRunner({ index: 1, clusterPort: yield* freePort(reach) })
+      for (let index = 2; index <= runners; index++) yield* startRunner({ index, clusterPort: yield* freePort(reach) })
+      return first
     })
 
     // push agents send their evidence to the same verifier: enrolled as push agents, never polled

@@ -38,6 +38,16 @@ export const upCommand = Command.make(
       Options.optional,
       Options.map(Option.getOrUndefined)
     ),
+    verifiers: Options.integer("verifiers").pipe(
+      Options.withDescription(
+        "verifier runners: above 1, in cluster mode (each pull agent polled by one runner, a stopped runner's agents taken over by the others); they share the PostgreSQL database of --database-url (refused on SQLite)"
+      ),
+      Options.withDefault(1)
+    ),
+    databaseUrl: Options.text("database-url").pipe(
+      Options.withDescription("the verifier's database: empty for SQLite in the data directory, or postgres://… (needed by --verifiers above 1; the registrar stays on SQLite)"),
+      Options.withDefault("")
+    ),
     reset: Options.boolean("reset").pipe(Options.withDescription("start fresh: remove the data directory first (new CA, TPMs, agents and databases)")),
     verbose: Options.boolean("verbose").pipe(Options.withDescription("also print every component's log lines")),
     agentPort: Options.integer("agent-port").pipe(Options.withDescription("first agent's HTTPS port; the others follow (0: any free ports)"), Options.withDefault(9002)),

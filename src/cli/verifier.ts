@@ -1,7 +1,11 @@
-/** `attest verifier [--config file]`: the verifier on the options of the `[verifier]` section. */
+/**
+ * `attest verifier [--config file]`: the verifier on the options of the `[verifier]` section;
+ * `attest verifier cluster status`: its cluster mode's runners (verifierCluster.ts).
+ */
 import { Command } from "@effect/cli"
 import { configFileOption } from "./config.js"
 import { lazy } from "./lazy.js"
+import { clusterCommand } from "./verifierCluster.js"
 
 export const verifierCommand = Command.make(
   "verifier",
@@ -10,5 +14,6 @@ export const verifierCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "Run the verifier: admins add agents and policies on the HTTPS port (8881, mTLS); verify/identity and verify/evidence are public there."
-  )
+  ),
+  Command.withSubcommands([clusterCommand])
 )

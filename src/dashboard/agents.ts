@@ -5,7 +5,8 @@
  * verifier leaves out should blank one cell, not the page. `runtime_policy_name`, `mb_policy_name`
  * and `pcrs` are read when a verifier reports them (Keylime's status has no such fields), and
  * attest's push fields (`attestation_model`, `last_evaluation`, `last_attestation_index`,
- * `last_failure_reason`, `last_failure_at`) for a push agent.
+ * `last_failure_reason`, `last_failure_at`) for a push agent, and its loop facts
+ * (`seconds_since_verified_quote`, `owner_runner`: issue 24) for a pull agent.
  */
 import { attestationStatus, stateName } from "../attestation/states.js"
 
@@ -55,6 +56,10 @@ export interface AgentRecord {
   readonly verifierId: string
   /** PCR index → hex value of the last quote, when the verifier exposes them. */
   readonly pcrs: Readonly<Record<string, string>> | null
+  /** A pull agent's seconds since its last verified quote as the verifier counted them when sampled (attest's status). */
+  readonly secondsSinceVerifiedQuote: number | null
+  /** The runner whose loop last took the agent (cluster mode, `host:port`); null otherwise. */
+  readonly ownerRunner: string | null
 }
 
 const str = (v: unknown, d = ""): string => (typeof v === "string" ? v : d)
@@ -112,7 +117,9 @@ export const agentRecordOf = (id: string, s: Record<string, unknown>): AgentReco
     metaData: str(s["meta_data"]),
     attestationPeriod: strOrNull(s["attestation_period"]),
     verifierId: str(s["verifier_id"]),
-    pcrs: pcrsOf(s["pcrs"])
+    pcrs: pcrsOf(s["pcrs"]),
+    secondsSinceVerifiedQuote: numOrNull(s["seconds_since_verified_quote"]),
+    ownerRunner: strOrNull(s["owner_runner"])
   }
 }
 

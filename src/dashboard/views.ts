@@ -3,6 +3,7 @@
  * built from the latest snapshot and the history. Pure: `bench/dashboard.ts` times
  * `overviewView` against fetching and parsing the same bulk JSON.
  */
+import { ACTIVE_STATES, type OperationalState } from "../attestation/states.js"
 import type { AgentRecord } from "./agents.js"
 import { stateKey, verdictOfRecord } from "./agents.js"
 import type { History, TimelineEvent } from "./history.js"
@@ -39,8 +40,17 @@ export const freshnessOf = (lastSuccess: number | null, nowSec: number): Freshne
 
 const services = (s: Snapshot) => ({ verifier: s.verifier, registrar: s.registrar })
 
+/**
+ * A pull agent's seconds since its last verified quote: the verifier's count when sampled, plus the
+ * time since the sample (null when the verifier does not report it, as Keylime's does not).
+ */
+export const sinceVerifiedOf = (a: AgentRecord, takenAt: number | null, nowSec: number): number | null =>
+  a.secondsSinceVerifiedQuote === null ? null : a.secondsSinceVerifiedQuote + (takenAt === null ? 0 : Math.max(0, nowSec - Math.floor(takenAt / 1000)))
+
 export const overviewView = (s: Snapshot, h: History, now: number) => {
   const nowSec = Math.floor(now / 1000)
+  // cluster mode: active pull agents by the runner whose loop took them (empty otherwise)
+  const byRunner: Record<string, number> = {}
   const byState: Record<string, number> = {}
   const byStatus = { PASS: 0, FAIL: 0, PENDING: 0 }
   const freshness: Record<Freshness, number> = { under_1m: 0, "1m_to_10m": 0, over_10m: 0, never: 0 }
@@ -53,6 +63,7 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
     const fresh = freshnessOf(a.lastSuccess, nowSec)
     freshness[fresh]++
     const reg = registrar?.get(a.id)
+    if (a.model === "pull" && a.ownerRunner !== null && ACTIVE_STATES.has(a.state as OperationalState)) byRunner[a.ownerRunner] = (byRunner[a.ownerRunner] ?? 0) + 1
     rows.push({
       id: a.id,
       model: a.model,
@@ -67,6 +78,8 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
       lastSuccess: a.lastSuccess,
       ageSeconds: a.lastSuccess === null ? null : Math.max(0, nowSec - a.lastSuccess),
       freshness: fresh,
+      sinceVerifiedSeconds: sinceVerifiedOf(a, s.takenAt, nowSec),
+      owner: a.ownerRunner,
       lastEventId: a.lastEventId,
       lastEventMessage: a.lastEventMessage,
       lastFailureReason: a.lastFailureReason,
@@ -79,7 +92,7 @@ export const overviewView = (s: Snapshot, h: History, now: number) => {
     version: s.version,
     takenAt: s.takenAt,
     services: services(s),
-    counts: { agents: s.agents.size, byStatus, byState, freshness },
+    counts: { agents: s.agents.size, byStatus, byState, freshness, byRunner },
     failuresLastHour: h.failures.length,
     attestationsPerSecond: last?.rate ?? 0,
     series: h.samples,
@@ -108,7 +121,12 @@ export const agentView = (s: Snapshot, h: History, id: string, now: number) => {
     services: services(s),
     id,
     onVerifier: a !== undefined,
-    verifier: a === undefined ? null : { ...a, verdict: verdictOfRecord(a), ageSeconds: a.lastSuccess === null ? null : Math.max(0, Math.floor(now / 1000) - a.lastSuccess) },
+    verifier: a === undefined ? null : {
+      ...a,
+      verdict: verdictOfRecord(a),
+      ageSeconds: a.lastSuccess === null ? null : Math.max(0, Math.floor(now / 1000) - a.lastSuccess),
+      sinceVerifiedSeconds: sinceVerifiedOf(a, s.takenAt, Math.floor(now / 1000))
+    },
     registrar: reg,
     policies: a === undefined ? null : {
       runtime: policyOf(a.runtimePolicyName, a.hasRuntimePolicy, s.runtimePolicies, id),

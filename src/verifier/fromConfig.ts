@@ -25,7 +25,8 @@ import { PolicyCache } from "./domain/policy/PolicyCache.js"
 import { AgentRepo } from "./domain/repo/AgentRepo.js"
 import { NotificationOutbox } from "./domain/repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "./domain/repo/PolicyRepo.js"
-import { VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+import { PushLayers, VerifierServerLive, type VerifierServerOptions } from "./Server.js"
+import { PushDutiesLive } from "./push/PushDomain.js"
 
 /** A `[verifier]` section from defaults and the options given (for embedding without a config file). */
 export const verifierOptions = (overrides: Partial<VerifierOptions> = {}): VerifierOptions => sectionDefaults(verifierSection, overrides)
@@ -74,7 +75,10 @@ export const VerifierFromConfig = <E = never, R = never>(
 /**
  * The pull loop of a verifier process from its section, with the client identity it presents to
  * agents: PollerLive, or with `cluster = true` this runner's share of the cluster's agents
- * (pull/cluster/ClusterPoller.ts; refused on SQLite).
+ * (pull/cluster/ClusterPoller.ts; refused on SQLite) and the cluster's push duties over this
+ * process's push domain (PushLayers: the same layer the server is given, so built once).
  */
 export const pollerFromConfig = (c: VerifierOptions) =>
-  (c.cluster ? withLoopServices(clusterPollerLayer(c), AgentClientLive) : PollerLive).pipe(Layer.provide(VerifierClientTls.fromSection(c)))
+  (c.cluster
+    ? withLoopServices(clusterPollerLayer(c), AgentClientLive).pipe(Layer.provide(PushDutiesLive.pipe(Layer.provide(PushLayers))))
+    : PollerLive).pipe(Layer.provide(VerifierClientTls.fromSection(c)))

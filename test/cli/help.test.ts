@@ -29,6 +29,17 @@ describe("attest --help", () => {
     expect(pages.filter(([, page]) => page.split("\n").some((l) => l.length > 100 && !/\S{60,}/.test(l))).map(([p]) => p)).toEqual([])
   })
 
+  it("a group with options of its own runs alone (attest verifier); a group without shows its help", () => {
+    const route = (...args: Array<string>) => {
+      const p = prepareArgv(tree, ["node", "attest", ...args])
+      return p._tag === "Help" ? `help ${p.command.path.join(" ")}` : p._tag
+    }
+    expect([route("verifier"), route("verifier", "--config", "f"), route("verifier", "cluster"), route("verifier", "cluster", "status"), route("ca")])
+      .toEqual(["Run", "Run", "help attest verifier cluster", "Run", "help attest ca"])
+    const verifier = tree.children.find((c) => c.name === "verifier")!
+    expect(renderHelp(verifier, 100).split("\n").find((l) => l.startsWith("Usage:"))).toEqual("Usage: attest verifier [<command>] [options]")
+  })
+
   it.effect("prints plain text within the width: no colours, nothing padded", () =>
     Effect.gen(function*() {
       const r = yield* runAttest("policy", "create", "runtime", "--help")

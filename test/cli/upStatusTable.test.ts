@@ -47,6 +47,18 @@ describe("attest up status table", () => {
     ])
   })
 
+  it("with several verifier runners (cluster mode): a runner column, and a change line when an agent moves to another runner", () => {
+    const a = row({ agentId: "a", owner: "127.0.0.1:40001" })
+    const b = row({ n: 2, agentId: "b", owner: null })
+    expect(renderTable([a, b], 1_030)).toEqual([
+      "#  model  agent  state          verdict  attestations  last success  runner           last failure",
+      "1  pull   a      Get Quote (3)  pass     4             30s ago       127.0.0.1:40001  -",
+      "2  pull   b      Get Quote (3)  pass     4             30s ago       -                -"
+    ])
+    expect(changeLine(a, a)).toBeNull()
+    expect(changeLine(a, { ...a, owner: "127.0.0.1:40002" })).toEqual("agent 1  a  Get Quote (3), verdict pass, 4 attestations, runner 127.0.0.1:40002")
+  })
+
   it("says never before the first success and switches to minutes and hours", () => {
     expect(renderTable([row({ lastSuccess: null })], 0)[1]).toContain("never")
     expect(renderTable([row({ lastSuccess: 1 })], 601)[1]).toContain("10m ago")

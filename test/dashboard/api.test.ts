@@ -62,7 +62,9 @@ describe("dashboard JSON API", () => {
         agents: 2,
         byStatus: { PASS: 0, FAIL: 0, PENDING: 2 },
         byState: { start: 2 },
-        freshness: { under_1m: 0, "1m_to_10m": 0, over_10m: 0, never: 2 }
+        freshness: { under_1m: 0, "1m_to_10m": 0, over_10m: 0, never: 2 },
+        // single-process mode: no runner took any agent
+        byRunner: {}
       })
       const rows = Object.fromEntries(overview.json.agents.map((r: any) => [r.id, r]))
       expect(rows[A]).toMatchObject({ stateName: "Start", status: "PENDING", registered: true, active: true, attestationCount: 0, lastEventId: null })

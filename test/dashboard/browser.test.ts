@@ -3,7 +3,9 @@
  * running registrar and verifier: the overview shows the counts, sorts and filters the agents'
  * table, opens an agent's page (identity, policies, timeline with a failure and its type), and a
  * change made while the page is open (an agent added, one deleted, one failing) arrives through
- * the live updates without a reload. A verifier that cannot be reached is named on the page.
+ * the live updates without a reload. In cluster mode (agents taken by two runners' loops) the fleet
+ * page counts each runner's agents and an agent's page names its runner and the seconds since its
+ * last verified quote (issue 24). A verifier that cannot be reached is named on the page.
  * Screenshots are kept in test-results/dashboard/ (CI keeps them as artefacts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -58,6 +60,11 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
       for (const id of ids.slice(0, 3)) yield* fleet.register(id)
       yield* fleet.verdict(ids[0]!, { valid: true })
       yield* fleet.verdict(ids[1]!, { valid: true })
+      // cluster mode: two runners' loops took three agents; the fourth is not taken yet
+      const [runnerA, runnerB] = ["10.0.0.1:34431", "10.0.0.2:34431"]
+      yield* fleet.takeOwnership(ids[0]!, runnerA)
+      yield* fleet.takeOwnership(ids[1]!, runnerA)
+      yield* fleet.takeOwnership(ids[2]!, runnerB)
       yield* fleet.sampler.sampleNow
       yield* newPage(async (page) => {
         const pageErrors: Array<string> = []
@@ -69,6 +76,8 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
         await page.locator('[data-testid="live"].on').waitFor(WAIT)
         expect(await page.locator('[data-testid="fleet-chart"] polyline').count()).toBe(3)
         expect((await rowIds(page, "agents-table")).sort()).toEqual(ids.slice(0, 4))
+        expect({ a: await text(page, `n-runner-${runnerA}`), b: await text(page, `n-runner-${runnerB}`) }).toEqual({ a: "2", b: "1" })
+        expect(await page.locator(`[data-testid="agents-table"] tr[data-row="${ids[2]}"]`).textContent()).toContain(runnerB)
 
         // sorted by agent id at first; a click on its header reverses, a click on another sorts by it
         const header = page.locator('[data-testid="agents-table"] th[data-key="id"]')
@@ -109,6 +118,9 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
         await page.locator(`[data-testid="agents-table"] tr[data-row="${ids[2]}"]`).click()
         await page.getByTestId("agent-id").filter({ hasText: ids[2]! }).waitFor(WAIT)
         await page.getByTestId("agent-identity").filter({ hasText: "Invalid Quote" }).waitFor(WAIT)
+        expect(await text(page, "agent-runner")).toBe(runnerB)
+        // never verified: the verifier counts from its creation, moments ago
+        expect(await text(page, "since-verified")).toMatch(/^\d+ s \(the verifier's count, from its creation\)$/)
         expect(await text(page, "agent-identity")).toContain("EK certificate issuer")
         expect(await text(page, "agent-policies")).toContain(ids[2])
         expect(await text(page, "agent-pcrs")).toContain("does not report")

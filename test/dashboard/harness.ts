@@ -43,6 +43,8 @@ export interface Fleet {
    * verifier's database): a passed attestation, or a failure of the given type (INVALID_QUOTE).
    */
   readonly verdict: (id: string, v: { readonly valid: true } | { readonly valid: false; readonly failureType: string }) => Effect.Effect<void>
+  /** A loop of `runner` (cluster mode's `host:port`) takes the agent, as AgentLoop does when it starts. */
+  readonly takeOwnership: (id: string, runner: string) => Effect.Effect<void>
   /** Registers with the registrar (and activates unless `activate` is false). */
   readonly register: (id: string, activate?: boolean) => Effect.Effect<void>
 }
@@ -89,8 +91,9 @@ export const startFleet = (pki: TestPki, o: FleetOptions = {}) =>
       verdict: (id, v) =>
         Effect.gen(function*() {
           const row = Option.getOrThrow(yield* repo.find(id))
+          const owner = Option.getOrThrow(yield* repo.ownership(id))
           const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-          const won = yield* repo.recordVerdict(id, { generation: row.generation, ownerEpoch: 0 }, {
+          const won = yield* repo.recordVerdict(id, { generation: row.generation, ownerEpoch: owner.ownerEpoch }, {
             operationalState: v.valid ? 3 : 9,
             valid: v.valid,
             receivedAt: now,
@@ -101,6 +104,11 @@ export const startFleet = (pki: TestPki, o: FleetOptions = {}) =>
           })
           if (!won) return yield* Effect.dieMessage(`verdict for ${id} lost to an admin change`)
         }).pipe(Effect.orDie),
+      takeOwnership: (id, runner) =>
+        repo.takeOwnership(id, "default", runner).pipe(
+          Effect.flatMap((epoch) => (Option.isSome(epoch) ? Effect.void : Effect.dieMessage(`${id}: not taken`))),
+          Effect.orDie
+        ),
       register: (id: string, activate = true) =>
         activate
           ? Effect.asVoid(registerAndActivate(pki, reg, tpm, id))

@@ -9,7 +9,7 @@
  * attestations beyond an agent's latest push_attestations_kept are deleted.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, TestClock } from "effect"
 import { capabilitiesOf, collectEvidence } from "../../src/push-agent/evidence.js"
 import { Agents } from "../../src/verifier/domain/Agents.js"
 import { Attestations } from "../../src/verifier/push/Attestations.js"
@@ -142,6 +142,42 @@ describe("push liveness and time", () => {
         expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-clock-back"))), 60_000)
+
+  it.scoped("a wall clock that jumps forward gives every agent one full deadline from the jump, as a restart does", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      // the wall clock (Date.now) runs `offset` ahead of TestClock; the monotonic clock does not
+      // (inside, TestClock.adjust would look for a TestClock in place of this one: `test` moves time)
+      const test = yield* TestClock.testClock()
+      const offset = { ms: 0 }
+      const jumping: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + offset.ms,
+        unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos(),
+        currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + offset.ms),
+        currentTimeNanos: Effect.sync(() => test.unsafeCurrentTimeNanos()),
+        sleep: (d) => test.sleep(d)
+      }
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        yield* test.adjust(Duration.seconds(10)) // past the start's grace
+        expect((yield* attest).evaluation).toEqual("pass")
+        offset.ms = 3_600_000 // NTP steps the clock an hour forward: every stored deadline now lies an hour behind
+        yield* settle // the sweeper looks (the pass woke it)
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* test.adjust(Duration.millis(9_999))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        // an agent that attests within the grace keeps passing; a silent one times out one deadline later
+        expect((yield* attest).evaluation).toEqual("pass")
+        yield* test.adjust(Duration.millis(9_999))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("PASS")
+        yield* test.adjust(Duration.seconds(11))
+        yield* settle
+        expect(pushAttestationStatus(yield* pushState)).toEqual("TIMEOUT")
+      }).pipe(Effect.provide(domain(db)), Effect.scoped, Effect.withClock(jumping))
+    }).pipe(Effect.provide(simulatedAgent("push-clock-forward"))), 60_000)
 
   it.scoped("tokens expire after session_lifetime, a pass extends them; creations are limited per address, tokens per agent", () =>
     Effect.gen(function*() {

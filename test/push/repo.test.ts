@@ -7,7 +7,8 @@
  * (and only once: a verdict on an attestation already judged writes nothing),
  * and sessions: a proof is stored once, a newer one replaces the agent's active session, an
  * administrator's change ends them with its reason, the context read and the accept see the
- * request's session, and expired sessions are deleted.
+ * request's session, and expired sessions are deleted; cluster mode's orphans are listed by the
+ * runner that accepted the evidence.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -56,6 +57,28 @@ describe.each(backends)("push repo on %s", (backend, available) => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${AGENT}`
       expect((yield* sql`SELECT agent_id FROM push_agents`).length + (yield* sql`SELECT agent_id FROM push_attestations`).length).toEqual(0)
+    })), 60_000)
+
+  it.live.skipIf(!available)("cluster mode's orphan lists: by the runner that accepted the evidence, and past verification_timeout", () =>
+    onFreshDatabase(backend, Effect.gen(function*() {
+      const agents = yield* Agents
+      const repo = yield* PushRepo
+      const ids = ["d432fbb3-d2f1-4a97-9ef7-75bd81c00010", "d432fbb3-d2f1-4a97-9ef7-75bd81c00011", "d432fbb3-d2f1-4a97-9ef7-75bd81c00012"]
+      // accepted by runner a (at 10), by runner b (at 20), and in single-process mode (no judge, at 30)
+      for (const [i, id] of ids.entries()) {
+        yield* agents.add(id, validBody())
+        yield* repo.insertAttestation({ agent_id: id, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 1, challenges_expire_at: 2 })
+        expect(yield* repo.acceptEvidence(id, 0, "[]", 10 * (i + 1), undefined, ["a:1", "b:2", undefined][i])).toEqual(true)
+      }
+      const agentsOf = (rows: ReadonlyArray<{ readonly agentId: string }>) => rows.map((r) => r.agentId).sort()
+      expect(agentsOf(yield* repo.evaluatingJudgedBy("a:1"))).toEqual([ids[0]])
+      expect(agentsOf(yield* repo.orphanedVerdicts(["a:1", "b:2"], 0))).toEqual([])
+      expect(agentsOf(yield* repo.orphanedVerdicts(["a:1"], 0))).toEqual([ids[1]])
+      expect(agentsOf(yield* repo.orphanedVerdicts([], 0))).toEqual([ids[0], ids[1]])
+      expect(agentsOf(yield* repo.orphanedVerdicts(["a:1", "b:2"], 31))).toEqual(ids)
+      // a judged verdict is nobody's orphan
+      yield* repo.completeAttestation(ids[1]!, 0, { pass: true, reason: null, failures: "[]", at: 40 })
+      expect(agentsOf(yield* repo.orphanedVerdicts([], 0))).toEqual([ids[0]])
     })), 60_000)
 
   it.live.skipIf(!available)("pruning keeps each agent's latest attestations and the pending ones", () =>

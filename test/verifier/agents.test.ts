@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option, Redacted, TestClock } from "effect"
 import * as crypto from "node:crypto"
 import { parseVersion } from "../../src/http/versions.js"
 import { Agents } from "../../src/verifier/domain/Agents.js"
@@ -34,6 +34,9 @@ const stable = (status: unknown) => {
     attestation_status: _5,
     severity_level: _6,
     last_event_id: _7,
+    // attest's pull-agent additions (issue 24), checked on their own
+    seconds_since_verified_quote: _8,
+    owner_runner: _9,
     ...rest
   } = status as Record<string, unknown>
   return rest
@@ -119,6 +122,10 @@ for (const [backend, available] of backends) {
         const recorded = record("ver-get-ok").response.body as { results: unknown }
         expect(stable(shown)).toEqual(stable(recorded.results))
         expect(shown).toMatchObject({ operational_state: 1, attestation_status: "PENDING", severity_level: null, attestation_count: 0 })
+        // never verified: counted from its creation; no runner took it (single-process mode)
+        yield* TestClock.adjust("90 seconds")
+        const later = (yield* agents.show(id, v26)) as Record<string, unknown>
+        expect({ seconds: later["seconds_since_verified_quote"], owner: later["owner_runner"] }).toEqual({ seconds: 90, owner: null })
         expect(yield* (yield* Policies).listRuntime()).toEqual({ "runtimepolicy names": [id] })
         expect(yield* (yield* Policies).listMb()).toEqual({ "mbpolicy names": [id] })
         const stored = yield* (yield* Policies).getRuntime(id)

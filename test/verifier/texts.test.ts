@@ -163,6 +163,7 @@ const viewOf = (results: Record<string, unknown>, extra: Partial<AgentView> = {}
   retry_count: 0,
   next_poll_at: null,
   generation: 0,
+  owner_runner: null,
   created_at: 0,
   updated_at: 0,
   runtime_policy_checksum: "",

@@ -35,9 +35,10 @@ const records: ReadonlyArray<WireRecord> = readVectorText("keylime-wire", "verif
 
 /**
  * Fields attest adds to Keylime's bodies (a Keylime client ignores unknown keys): left out of
- * attest's answer before it is compared. `last_event_message`: what the last failure said.
+ * attest's answer before it is compared. `last_event_message`: what the last failure said;
+ * `seconds_since_verified_quote` and `owner_runner`: a pull agent's freshness and owner (issue 24).
  */
-const ATTEST_ADDITIONS: ReadonlyArray<string> = ["last_event_message"]
+const ATTEST_ADDITIONS: ReadonlyArray<string> = ["last_event_message", "seconds_since_verified_quote", "owner_runner"]
 
 const withoutAdditions = (body: unknown): unknown => {
   if (Array.isArray(body)) return body.map(withoutAdditions)

@@ -50,6 +50,16 @@ export interface UpOptions {
   readonly reset: boolean
   /** The web dashboard's port on `host`: undefined 8443 or the next free one, 0 any, -1 no dashboard. */
   readonly dashboardPort: number | undefined
+  /** Verifier runners: 1, or more in cluster mode on the PostgreSQL `databaseUrl` (runners.ts). */
+  readonly verifiers: number
+  /** The verifier's database: "" for SQLite under the data directory, or postgres://… */
+  readonly databaseUrl: string
+}
+
+/** One runner of `--verifiers N` above 1: its number (1-based) and its cluster port. */
+export interface UpRunner {
+  readonly index: number
+  readonly clusterPort: number
 }
 
 const operations = (o: UpOptions) => ({
@@ -81,21 +91,23 @@ export const upRegistrarSection = (o: UpOptions, dataDir: string): RegistrarOpti
  * certificate it presents to agents), measured boot judged by the `example` policy against each
  * machine's own reference state, on every quote so a changed boot shows at once.
  */
-export const upVerifierSection = (o: UpOptions, dataDir: string): VerifierOptions =>
+export const upVerifierSection = (o: UpOptions, dataDir: string, runner?: UpRunner): VerifierOptions =>
   sectionDefaults(verifierSection, {
     ip: o.host,
-    port: o.verifierPort,
+    // the first runner on --verifier-port, the others on any free port (and no metrics listener)
+    port: runner === undefined || runner.index === 1 ? o.verifierPort : 0,
     tls_dir: path.join(dataDir, "cv_ca"),
     ca_dir: path.join(dataDir, "cv_ca"),
     data_dir: path.join(dataDir, "verifier"),
-    database_url: "",
+    database_url: o.databaseUrl,
     ek_ca_dir: ekCaDir(dataDir),
     quote_interval: o.quoteInterval,
     retry_interval: 1,
     measured_boot_policy_name: "example",
     ear_signing_key: "default",
-    metrics_port: o.verifierMetricsPort,
-    ...operations(o)
+    metrics_port: runner === undefined || runner.index === 1 ? o.verifierMetricsPort : 0,
+    ...operations(o),
+    ...(runner === undefined ? {} : { cluster: true, cluster_runner_host: localReach(o.host), cluster_runner_port: runner.clusterPort })
   })
 
 /** The `[tenant]` section `attest up` enrols its agents with (the generated admin certificate). */

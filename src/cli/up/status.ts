@@ -57,7 +57,8 @@ export const pullRow = (a: Watched, s: AnyAgentStatus | undefined): StatusRow =>
     evaluation: verdictOf(s),
     attestations: s.attestation_count,
     lastSuccess: s.last_successful_attestation ? s.last_successful_attestation : null,
-    lastFailure: failureText(s)
+    lastFailure: failureText(s),
+    owner: s.owner_runner ?? null
   }
 
 /**

@@ -7,7 +7,8 @@
  * the first. On a terminal the table is drawn in the live region (liveRegion.ts) for the
  * terminal's width: when the full table does not fit, agent ids are shortened to 8 characters
  * and headers to fewer words, then each row is cut with an ellipsis; otherwise a plain line is printed for each agent whose state or failure
- * changed, so a log or a pipe reads as a history.
+ * changed, so a log or a pipe reads as a history. With several verifier runners (cluster mode) a
+ * `runner` column (and a runner in the change lines) names the runner whose loop polls each agent.
  */
 
 export interface StatusRow {
@@ -33,6 +34,8 @@ export interface StatusRow {
    * failed attestation (policy_violation, broken_evidence_chain).
    */
   readonly lastFailure: string | null
+  /** The runner whose loop polls the agent (`attest up --verifiers N`, cluster mode); absent or null otherwise. */
+  readonly owner?: string | null
 }
 
 /** "12s ago", "3m ago", "2h ago"; "never" for none (the verifier writes 0 before the first). */
@@ -53,7 +56,7 @@ const stateCell = (r: StatusRow) => (r.state === null ? r.stateName : `${r.state
 /** How many characters of an agent id a narrow table shows (as short commit ids do). */
 export const SHORT_ID = 8
 
-const cells = (r: StatusRow, now: number, shortIds: boolean): ReadonlyArray<string> => [
+const cells = (r: StatusRow, now: number, shortIds: boolean, owners: boolean): ReadonlyArray<string> => [
   String(r.n),
   r.model,
   shortIds ? r.agentId.slice(0, SHORT_ID) : r.agentId,
@@ -61,12 +64,20 @@ const cells = (r: StatusRow, now: number, shortIds: boolean): ReadonlyArray<stri
   r.evaluation ?? "-",
   String(r.attestations),
   age(now, r.lastSuccess),
+  ...(owners ? [r.owner ?? "-"] : []),
   r.lastFailure ?? "-"
 ]
 
+/** The header row, with the runner column before the last failure when runners own agents. */
+const headersOf = (narrow: boolean, owners: boolean): ReadonlyArray<string> => {
+  const h = narrow ? NARROW_HEADERS : HEADERS
+  return owners ? [...h.slice(0, -1), "runner", h.at(-1)!] : h
+}
+
 const layout = (rows: ReadonlyArray<StatusRow>, now: number, narrow: boolean): ReadonlyArray<string> => {
-  const headers = narrow ? NARROW_HEADERS : HEADERS
-  const body = rows.map((r) => cells(r, now, narrow))
+  const owners = rows.some((r) => r.owner !== undefined && r.owner !== null)
+  const headers = headersOf(narrow, owners)
+  const body = rows.map((r) => cells(r, now, narrow, owners))
   const widths = headers.map((h, i) => Math.max(h.length, ...body.map((c) => c[i]!.length)))
   const line = (c: ReadonlyArray<string>) =>
     c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join("  ").trimEnd()
@@ -89,11 +100,12 @@ export const renderTable = (rows: ReadonlyArray<StatusRow>, now: number, columns
 export const changeLine = (before: StatusRow | undefined, after: StatusRow): string | null => {
   if (
     before !== undefined && before.state === after.state && before.stateName === after.stateName &&
-    before.evaluation === after.evaluation && before.lastFailure === after.lastFailure
+    before.evaluation === after.evaluation && before.lastFailure === after.lastFailure && (before.owner ?? null) === (after.owner ?? null)
   ) return null
   const failure = after.lastFailure === null ? "" : `, last failure ${after.lastFailure}`
   const evaluation = after.evaluation === null ? "" : `, verdict ${after.evaluation}`
   const model = after.model === "push" ? "push, " : ""
-  return `agent ${after.n}  ${after.agentId}  ${model}${stateCell(after)}${evaluation}, ${after.attestations} attestations${failure}`
+  const owner = after.owner === undefined || after.owner === null ? "" : `, runner ${after.owner}`
+  return `agent ${after.n}  ${after.agentId}  ${model}${stateCell(after)}${evaluation}, ${after.attestations} attestations${owner}${failure}`
 }
 

@@ -31,6 +31,9 @@ export const overview = {
       el("span", {}, el("span", { class: "swatch", style: "background:#2f5fb3;opacity:.3" }), "attestations/s (right scale)"))
     const states = el("div", { class: "bars", "data-testid": "states" })
     const freshness = el("div", { class: "bars", "data-testid": "freshness" })
+    // cluster mode: how many active pull agents each runner's loops took (hidden without runners)
+    const runners = el("div", { class: "bars", "data-testid": "runners" })
+    const runnersPanel = el("div", { class: "panel", style: "margin-top:16px;display:none" }, el("h2", { text: "Agents by runner (cluster mode)", style: "margin-top:0" }), runners)
     const table = makeTable([
       { key: "id", label: "Agent", render: (r) => agentLink(r.id) },
       { key: "model", label: "Model" },
@@ -41,6 +44,7 @@ export const overview = {
       { key: "attestationCount", label: "Attestations" },
       { key: "lastEventId", label: "Last failure", value: (r) => failureType(r) },
       { key: "address", label: "Address", value: (r) => address(r) },
+      { key: "owner", label: "Runner" },
       { key: "registrar", label: "Registrar", value: (r) => (r.registered === null ? "?" : r.registered ? (r.active ? "active" : "registered") : "not registered") }
     ], { testid: "agents-table", placeholder: "Filter agents (id, state, failure type…)", rowTestid: (r) => r.id, onRow: (r) => go(`#/agent/${encodeURIComponent(r.id)}`), empty: "no agents on the verifier" })
     main.replaceChildren(
@@ -48,6 +52,7 @@ export const overview = {
       el("div", { class: "grid2", style: "margin-top:16px" },
         el("div", { class: "panel chart" }, el("h2", { text: "Agents over time", style: "margin-top:0" }), svg, legend),
         el("div", { class: "panel" }, el("h2", { text: "By state", style: "margin-top:0" }), states, el("h2", { text: "Last successful attestation" }), freshness)),
+      runnersPanel,
       el("h2", { text: "Agents" }), table.element)
     const bars = (target, entries, total) =>
       target.replaceChildren(...(entries.length === 0 ? [el("span", { class: "muted", text: "no agents" })] : entries.map(([label, n, key]) =>
@@ -65,6 +70,9 @@ export const overview = {
         drawChart(svg, d.series)
         bars(states, Object.entries(c.byState).sort((a, b) => b[1] - a[1]).map(([k, n]) => [d.agents.find((a) => a.stateName.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_|_$/g, "") === k)?.stateName ?? k, n, `state-${k}`]), c.agents)
         bars(freshness, Object.entries(c.freshness).map(([k, n]) => [FRESHNESS[k] ?? k, n, `fresh-${k}`]), c.agents)
+        const owned = Object.entries(c.byRunner ?? {}).sort((a, b) => a[0].localeCompare(b[0]))
+        runnersPanel.style.display = owned.length === 0 ? "none" : ""
+        bars(runners, owned.map(([runner, n]) => [runner, n, `runner-${runner}`]), owned.reduce((t, [, n]) => t + n, 0))
         table.update(d.agents)
       }
     }
@@ -100,6 +108,10 @@ export const agent = {
           ["Address", v ? address(v) : r?.ip ? `${r.ip}:${r.port ?? ""}` : "—"],
           ["Attestations", v?.attestationCount],
           ["Last success", v ? `${fmtEpoch(v.lastSuccess)} (${fmtAge(v.ageSeconds)})` : "—"],
+          ...(v && v.sinceVerifiedSeconds !== null && v.sinceVerifiedSeconds !== undefined
+            ? [["Since verified quote", el("span", { "data-testid": "since-verified", text: `${v.sinceVerifiedSeconds} s (the verifier's count${v.lastSuccess === null ? ", from its creation" : ""})` })]]
+            : []),
+          ...(v && v.model === "pull" ? [["Runner", el("span", { "data-testid": "agent-runner", text: v.ownerRunner ?? "none (single-process verifier, or not taken yet)" })]] : []),
           [v?.model === "push" ? "Last attestation" : "Last quote", v ? fmtEpoch(v.lastReceivedQuote) : "—"],
           ["Last failure", v ? failureText(v) : "none"],
           ["Algorithms", v ? [v.hashAlg, v.encAlg, v.signAlg].filter((x) => x).join(", ") || "not negotiated yet" : "—"],

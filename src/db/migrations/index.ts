@@ -18,6 +18,8 @@ import m0023 from "./0023_verifier_last_verdict.js"
 import m0024 from "./0024_push_session_binding.js"
 import m0025 from "./0025_verifier_owner_epoch.js"
 import m0026 from "./0026_verifier_notification_claims.js"
+import m0027 from "./0027_push_attestation_judge.js"
+import m0028 from "./0028_verifier_owner_runner.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -34,5 +36,7 @@ export const migrations = {
   "0023_verifier_last_verdict": m0023,
   "0024_push_session_binding": m0024,
   "0025_verifier_owner_epoch": m0025,
-  "0026_verifier_notification_claims": m0026
+  "0026_verifier_notification_claims": m0026,
+  "0027_push_attestation_judge": m0027,
+  "0028_verifier_owner_runner": m0028
 } as const

@@ -34,13 +34,14 @@ import { type PushStatusFacts, readPushStatusFacts } from "./pushStore/statusFac
 import { EMPTY_MB_POLICY, prepareMbPolicy } from "./policy/mbUpload.js"
 import { emptyRuntimePolicyData, prepareRuntimePolicy, type PreparedRuntimePolicy } from "./policy/runtimeUpload.js"
 import { pythonExpectingValueAt } from "../../attestation/pythonJsonErrors.js"
-import { renderAgentStatus, type RenderSettings } from "./agentStatus.js"
+import { renderAgentStatus, type RenderSettings, withLoopFacts } from "./agentStatus.js"
 import { AgentRepo, type NewAgent } from "./repo/AgentRepo.js"
 import { removeAgentAndOwnPolicies } from "./repo/removeAgent.js"
 import { forgetAgent, setAgentState } from "../../ops/metrics.js"
 import { MbPolicyRepo, type MbPolicyData, RuntimePolicyRepo } from "./repo/PolicyRepo.js"
 import { ACTIVE_STATES, OperationalState, REACTIVATABLE_STATES, stateName } from "../../attestation/states.js"
 import { inTransaction } from "../../db/transaction.js"
+import { nowSeconds } from "../../db/dialect.js"
 
 /** What DELETE did: removed now (200), or marked TERMINATED for the owning process (202). */
 export type RemoveOutcome = "deleted" | "terminating"
@@ -169,7 +170,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const status = renderAgentStatus(view.value, version, settings)
       // an agent that pushes shows its push status (TIMEOUT after a missed deadline) and what its attestations said
       const push = yield* pushes.findPushAgent(agentId)
-      if (Option.isNone(push)) return status
+      if (Option.isNone(push)) return withLoopFacts(status, view.value, yield* nowSeconds)
       const facts = yield* readPushStatusFacts(sql, agentId)
       return withPushStatus(status, push.value, facts.get(agentId))
     })
@@ -188,10 +189,11 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
       const pushed = new Map((yield* pushes.listPushAgents).map((p) => [p.agent_id, p] as const))
       const facts = pushed.size === 0 ? new Map<string, PushStatusFacts>() : yield* readPushStatusFacts(sql)
       const result: Record<string, AnyAgentStatus> = {}
+      const now = yield* nowSeconds
       for (const view of views) {
         const status = renderAgentStatus(view, version, settings)
         const push = pushed.get(view.agent_id)
-        result[view.agent_id] = push === undefined ? status : withPushStatus(status, push, facts.get(view.agent_id))
+        result[view.agent_id] = push === undefined ? withLoopFacts(status, view, now) : withPushStatus(status, push, facts.get(view.agent_id))
       }
       return result as VerifierAgentBulk
     })

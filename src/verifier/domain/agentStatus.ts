@@ -2,7 +2,8 @@
  * GET agent results per API version: 2.5+ as spec §2.2 and Keylime render them (has_* flags,
  * `attestation_status`, `attestation_period`, `maximum_attestation_interval`, `enc_alg` with its bit
  * length), 2.0–2.4 as the earlier documented variant (`allowlist_len`, `mb_refstate_len`,
- * `vtpm_policy`, `enc_alg` without bit length). Pure.
+ * `vtpm_policy`, `enc_alg` without bit length). Pure. A pull agent's status carries attest's two
+ * loop facts beside Keylime's fields (withLoopFacts; a Keylime client ignores unknown keys).
  */
 import type { AgentStatus, AnyAgentStatus, LegacyAgentStatus } from "../../../schemas/Verifier.js"
 import { type ApiVersion, atLeast } from "../../http/versions.js"
@@ -89,3 +90,21 @@ export const renderAgentStatus = (view: AgentView, version: ApiVersion, settings
   }
   return current
 }
+
+/**
+ * Seconds since the agent's last verified quote, counted from its creation before the first (as the
+ * gauge `attest_oldest_verified_quote_seconds` counts): what shows a stranded agent whatever the
+ * cluster believes. Never negative (a clock a second behind the writer's).
+ */
+export const secondsSinceVerifiedQuote = (view: Pick<AgentView, "last_successful_attestation" | "created_at">, nowSeconds: number): number =>
+  Math.max(0, nowSeconds - (view.last_successful_attestation > 0 ? view.last_successful_attestation : view.created_at))
+
+/**
+ * A pull agent's status with attest's loop facts (issue 24): `seconds_since_verified_quote` and
+ * `owner_runner`, the runner whose loop last took the agent (cluster mode; null in single-process mode).
+ */
+export const withLoopFacts = <S extends AnyAgentStatus>(status: S, view: AgentView, nowSeconds: number): S => ({
+  ...status,
+  seconds_since_verified_quote: secondsSinceVerifiedQuote(view, nowSeconds),
+  owner_runner: view.owner_runner
+})

@@ -61,7 +61,10 @@ const TICK: LoopEvent = { _tag: "Tick" }
 const BEGIN: LoopEvent = { _tag: "Begin" }
 
 const make = Effect.gen(function*() {
-  const settings = yield* loopSettingsOf(yield* VerifierConfig)
+  const verifier = yield* VerifierConfig
+  const settings = yield* loopSettingsOf(verifier)
+  // written beside the owner epoch: which runner polls the agent (cluster mode; its engine address)
+  const runnerName = verifier.cluster ? `${verifier.cluster_runner_host}:${verifier.cluster_runner_port}` : null
   const agents = yield* AgentRepo
   const pushes = yield* PushRepo
   const client = yield* AgentClient
@@ -118,7 +121,7 @@ const make = Effect.gen(function*() {
         return
       }
       // the fencing token: from here on a loop started later (any process) wins every write
-      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, verifierId), notStarted(agentId))
+      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, verifierId, runnerName), notStarted(agentId))
       if (Option.isNone(epoch)) return
       const m = memoryOf(first.value, epoch.value)
       yield* setAgentState(agentId, m.state.operationalState)

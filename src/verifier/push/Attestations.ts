@@ -21,7 +21,7 @@ import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../../attestation/evaluate/evaluate.js"
 import type { TpmEvidence } from "../../attestation/evaluate/types.js"
 import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../../attestation/evaluate/state.js"
-import { holdPushVerdict } from "../domain/testHooks.js"
+import { crashBeforePushVerdict, holdPushVerdict } from "../domain/testHooks.js"
 import { AgentRepo } from "../domain/repo/AgentRepo.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
 import { OperationalState } from "../../attestation/states.js"
@@ -76,6 +76,8 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     /** "<agent>/<idx>" of the verdicts this process is judging now (the periodic re-run leaves them alone). */
     const inFlight = new Set<string>()
     const quoteMs = config.quote_interval * 1000
+    /** Who judges the evidence this process accepts: in cluster mode this runner's address (the cluster's runner registry names it so). */
+    const judge = config.cluster ? `${config.cluster_runner_host}:${config.cluster_runner_port}` : undefined
     // as the pull loop: without an OTLP exporter nobody reads these spans (nor those of the
     // statements and repositories below them), and making them is a large share of an attestation's CPU
     const traced = config.otlp_endpoint.trim() !== ""
@@ -184,6 +186,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       Effect.gen(function*() {
         let given: Accepted
         if (accepted !== undefined) {
+          yield* crashBeforePushVerdict(agentId)
           given = accepted
         } else {
           const row = yield* repo.findAttestation(agentId, idx)
@@ -253,7 +256,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const requested = requestedOf(row)
         const evidence = yield* evidenceOf(requested, collected, { bootTime: bootSeconds(latest.boot_time) })
         const stored = JSON.stringify(collected)
-        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now, sessionId))) return undefined
+        if (!(yield* repo.acceptEvidence(agentId, latest.idx, stored, now, sessionId, judge))) return undefined
         yield* FiberSet.run(background, verify(agentId, latest.idx, { evidence: Either.right(evidence), agent: given.agent, prior: given.prior, priorEncoded: given.priorEncoded }))
         return {
           row: { ...row, stage: "evaluating_evidence", evidence: stored, evidence_received_at: now } satisfies AttestationRow,
@@ -324,17 +327,32 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     // verifications a stopped process left half-done are judged again from their stored evidence:
     // at start every one (a restart), then periodically those whose verification_timeout passed
     // and that no verdict of this process is judging (their process died). A verdict that runs
-    // twice counts once (the push state follows only the completion it made: attestationStatements.ts)
+    // twice counts once (the push state follows only the completion it made: attestationStatements.ts).
+    // In cluster mode a runner starts with those its former self accepted, and the cluster's push
+    // duties (one Singleton) re-run what dead runners left through `rejudgeOrphans`
+    /** The verdicts of `pending` started again (those this process judges now are left alone); how many. */
     const rerun = (pending: ReadonlyArray<{ readonly agentId: string; readonly idx: number }>) =>
-      Effect.forEach(pending, (p) => inFlight.has(`${p.agentId}/${p.idx}`) ? Effect.void : FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true })
-    yield* rerun(yield* Effect.orElseSucceed(repo.evaluating, () => []))
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
-      Effect.sleep(Duration.seconds(RERUN_EVERY_SECONDS)),
-      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.evaluatingBefore(now - config.verification_timeout * 1000)).pipe(
-        Effect.flatMap(rerun),
-        Effect.catchAll((e) => Effect.logWarning(`re-running stale push verifications failed: ${e.message}`))
-      )
-    )))
+      Effect.suspend(() => {
+        const due = pending.filter((p) => !inFlight.has(`${p.agentId}/${p.idx}`))
+        return Effect.as(Effect.forEach(due, (p) => FiberSet.run(background, verify(p.agentId, p.idx)), { discard: true }), due.length)
+      })
+    yield* rerun(yield* Effect.orElseSucceed(judge === undefined ? repo.evaluating : repo.evaluatingJudgedBy(judge), () => []))
+    if (judge === undefined) {
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+        Effect.sleep(Duration.seconds(RERUN_EVERY_SECONDS)),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => repo.evaluatingBefore(now - config.verification_timeout * 1000)).pipe(
+          Effect.flatMap(rerun),
+          Effect.catchAll((e) => Effect.logWarning(`re-running stale push verifications failed: ${e.message}`))
+        )
+      )))
+    }
+    /**
+     * Cluster mode: the verdicts runners not in `liveJudges` accepted, and any whose
+     * verification_timeout passed, judged again here (but those this process judges now); how many
+     * were started. The completion decides which run counts.
+     */
+    const rejudgeOrphans = (liveJudges: ReadonlyArray<string>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.orphanedVerdicts(liveJudges, now - config.verification_timeout * 1000)).pipe(Effect.flatMap(rerun))
 
     /** Waits until no verification runs (tests, benchmarks). */
     const idle = FiberSet.awaitEmpty(background)
@@ -346,6 +364,6 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
     const submit = (agentId: string, index: number | "latest", collected: ReadonlyArray<EvidenceCollected>, sessionId?: string) =>
       spanned("Attestations.submit")(submitUntraced(agentId, index, collected, sessionId))
 
-    return { create, submit, list, show, idle } as const
+    return { create, submit, list, show, idle, rejudgeOrphans } as const
   })
 }) {}

@@ -10,7 +10,10 @@
  * that never attested have no deadline. Nor is the database's absence: while it is away no agent
  * can attest, so once it answers again every agent gets one full deadline from then, as after a
  * restart. A clock that went back does not stretch a deadline: none lies more than one full
- * deadline ahead. An attestation that passes, or an admin reactivation, restores acceptance.
+ * deadline ahead. A clock that jumped forward (the wall clock ran ahead of the monotonic one
+ * between two looks) is treated like a restart too: deadlines are wall-clock times, so the jump
+ * would otherwise pass them all at once; every agent gets one full deadline from the jump.
+ * An attestation that passes, or an admin reactivation, restores acceptance.
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"
 import { VerifierConfig } from "../../config/services.js"
@@ -18,6 +21,11 @@ import { PushRepo } from "../domain/pushStore/repo.js"
 
 /** Longest sleep between checks, so a deadline written by another process is seen. */
 const MAX_SLEEP_MS = 30_000
+/**
+ * How far the wall clock may run ahead of the monotonic clock between two looks before it counts
+ * as a jump (NTP slews far less than this; a late wake-up moves both clocks alike).
+ */
+const JUMP_TOLERANCE_MS = 5_000
 
 export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/Liveness", {
   scoped: Effect.gen(function*() {
@@ -33,6 +41,19 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
     let wakeAt = Number.NEGATIVE_INFINITY
     // a check failed (the database was away): the next one that reaches it starts a grace
     let databaseAway = false
+    // the wall and monotonic clocks at the previous look, to see the wall clock jump forward
+    let lastWall = yield* Clock.currentTimeMillis
+    let lastMonotonic = yield* Clock.currentTimeNanos
+
+    /** The wall clock's forward jump since the last look (ms), or 0. */
+    const forwardJump = Effect.gen(function*() {
+      const wall = yield* Clock.currentTimeMillis
+      const monotonic = yield* Clock.currentTimeNanos
+      const ahead = (wall - lastWall) - Number(monotonic - lastMonotonic) / 1e6
+      lastWall = wall
+      lastMonotonic = monotonic
+      return ahead > JUMP_TOLERANCE_MS ? ahead : 0
+    })
 
     const sleepUntil = (now: number, at: number) => {
       wakeAt = at
@@ -43,6 +64,13 @@ export class Liveness extends Effect.Service<Liveness>()("attest/verifier/push/L
     const sweep = Effect.gen(function*() {
       wakeAt = Number.NEGATIVE_INFINITY
       const now = yield* Clock.currentTimeMillis
+      const jumped = yield* forwardJump
+      if (jumped > 0) {
+        graceEndsAt = Math.max(graceEndsAt, now + graceMs)
+        yield* Effect.logWarning(
+          `push deadlines: the wall clock jumped ${Math.round(jumped / 1000)} s forward; no push agent times out before ${graceMs / 1000} s from now`
+        )
+      }
       if (databaseAway) {
         const next = yield* repo.nextDeadline // reaches the database, or fails as before
         databaseAway = false

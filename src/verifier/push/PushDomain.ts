@@ -6,7 +6,8 @@
  * (http/v3/PushApi.ts, part of VerifierApi) with PushHttpLive; PushClientIdentity (http/v3/auth.ts) is the
  * verifier's ClientIdentity, so agents read their v2 status with their token too.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { PushDuties } from "../domain/PushDuties.js"
 import { Attestations } from "./Attestations.js"
 import { Liveness } from "./Liveness.js"
 import { PushRepo } from "../domain/pushStore/repo.js"
@@ -16,4 +17,14 @@ import { SessionSweep } from "./SessionSweep.js"
 export const PushDomainLive = Attestations.Default.pipe(
   Layer.provideMerge(Layer.mergeAll(Sessions.Default, Liveness.Default, SessionSweep.Default)),
   Layer.provideMerge(PushRepo.Default)
+)
+
+/** The cluster's push duties (domain/PushDuties.ts) over the push domain's services. */
+export const PushDutiesLive = Layer.effect(
+  PushDuties,
+  Effect.gen(function*() {
+    const attestations = yield* Attestations
+    const sessions = yield* SessionSweep
+    return PushDuties.of({ rejudgeOrphans: attestations.rejudgeOrphans, sweepSessions: sessions.sweep })
+  })
 )

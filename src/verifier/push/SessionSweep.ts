@@ -2,9 +2,11 @@
  * Expired sessions go (issue 22): a fiber of the push domain deletes, every minute (Clock) and once
  * at start, the sessions whose challenge and token have both expired, ended ones included. Unproved
  * sessions are never stored (push/challenges.ts), so what it deletes is bounded by the proofs
- * agents made with their AKs.
+ * agents made with their AKs. In cluster mode no runner sweeps by itself: the cluster's push duties
+ * (one Singleton, src/verifier/pull/cluster/PushDutiesSingleton.ts) call `sweep`.
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
+import { VerifierConfig } from "../../config/services.js"
 import { PushRepo } from "../domain/pushStore/repo.js"
 
 /** How often expired sessions are deleted. */
@@ -19,7 +21,7 @@ export class SessionSweep extends Effect.Service<SessionSweep>()("attest/verifie
       if (deleted > 0) yield* Effect.logDebug(`${deleted} expired push session(s) deleted`)
       return deleted
     }).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning(`deleting expired push sessions failed: ${e.message}`), 0)))
-    yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(SESSION_SWEEP_INTERVAL)))
+    if (!(yield* VerifierConfig).cluster) yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(SESSION_SWEEP_INTERVAL)))
     return { sweep } as const
   })
 }) {}

@@ -51,10 +51,11 @@ export interface AttestationStatements {
   /** False when attestation (agent, idx) exists already. */
   readonly insertAttestation: (a: NewAttestation) => Effect.Effect<boolean, VerifierStoreError>
   /**
-   * Evidence accepted for verification; false when the attestation no longer awaits it or is no
-   * longer the latest, or (when `sessionId` is given) that session is no longer active and unexpired.
+   * Evidence accepted for verification, judged by `judge` (a cluster runner's address; none in
+   * single-process mode); false when the attestation no longer awaits it or is no longer the latest,
+   * or (when `sessionId` is given) that session is no longer active and unexpired.
    */
-  readonly acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string) => Effect.Effect<boolean, VerifierStoreError>
+  readonly acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string, judge?: string) => Effect.Effect<boolean, VerifierStoreError>
   readonly completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => Effect.Effect<void, VerifierStoreError>
   readonly recordOutcome: (agentId: string, w: OutcomeWrite) => Effect.Effect<void, VerifierStoreError>
   /** A passed attestation extends the agent's active token. */
@@ -108,7 +109,7 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
   // only while the attestation still awaits evidence and is still the agent's latest (phase 2 may
   // run on what phase 1 handed over, without reading the store)
   const acceptSql = (sessionChecked: boolean) =>
-    sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}
+    sql`UPDATE push_attestations SET stage = 'evaluating_evidence', evidence = ${""}, evidence_received_at = ${0}, judged_by = ${""}
     WHERE agent_id = ${""} AND idx = ${0} AND stage = 'awaiting_evidence'
       AND NOT EXISTS (SELECT 1 FROM push_attestations n WHERE n.agent_id = ${""} AND n.idx > ${0})${
       sessionChecked
@@ -203,11 +204,11 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
           exec("insert attestation", INSERT_ATTESTATION, [a.agent_id, a.idx, a.capabilities, a.evidence_requested, a.boot_time, a.capabilities_received_at, a.challenges_expire_at]),
           (rows) => rows.length > 0
         ),
-      acceptEvidence: (agentId, idx, evidence, at, sessionId) =>
+      acceptEvidence: (agentId, idx, evidence, at, sessionId, judge) =>
         Effect.map(
           sessionId === undefined
-            ? exec("accept evidence", ACCEPT_EVIDENCE, [evidence, at, agentId, idx, agentId, idx])
-            : exec("accept evidence", ACCEPT_EVIDENCE_IN_SESSION, [evidence, at, agentId, idx, agentId, idx, sessionId, agentId, at]),
+            ? exec("accept evidence", ACCEPT_EVIDENCE, [evidence, at, judge ?? null, agentId, idx, agentId, idx])
+            : exec("accept evidence", ACCEPT_EVIDENCE_IN_SESSION, [evidence, at, judge ?? null, agentId, idx, agentId, idx, sessionId, agentId, at]),
           (rows) => rows.length > 0
         ),
       completeAttestation,

@@ -17,6 +17,9 @@ const decodeSession = Schema.decodeUnknownEither(SessionRow)
 const decodePushAgent = Schema.decodeUnknownEither(PushAgentRow)
 const decodeAttestation = Schema.decodeUnknownEither(AttestationRow)
 
+/** An attestation whose verdict is due, as the evaluating lists give it. */
+const pendingOf = (rows: ReadonlyArray<{ readonly agent_id: string; readonly idx: unknown }>) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))
+
 export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/PushRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -180,8 +183,24 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
         sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence'${
           receivedBefore === undefined ? sql`` : sql` AND evidence_received_at < ${receivedBefore}`
         }`
-      ).pipe(Effect.map((rows) => rows.map((r) => ({ agentId: String(r.agent_id), idx: Number(r.idx) }))))
+      ).pipe(Effect.map(pendingOf))
     const evaluating = evaluatingBefore()
+    /** Attestations in evaluating_evidence that `judge` accepted (a restarted runner's former self left them). */
+    const evaluatingJudgedBy = (judge: string) =>
+      run(
+        "list evaluating attestations",
+        sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence' AND judged_by = ${judge}`
+      ).pipe(Effect.map(pendingOf))
+    /**
+     * Cluster mode's orphans: attestations in evaluating_evidence accepted by a runner that is not
+     * among `liveJudges`, or whose evidence arrived before `receivedBefore` whoever judges them.
+     */
+    const orphanedVerdicts = (liveJudges: ReadonlyArray<string>, receivedBefore: number) =>
+      run(
+        "list orphaned push verdicts",
+        sql<{ agent_id: string; idx: unknown }>`SELECT agent_id, idx FROM push_attestations WHERE stage = 'evaluating_evidence'
+          AND ((judged_by IS NOT NULL${liveJudges.length === 0 ? sql`` : sql` AND judged_by NOT IN ${sql.in(liveJudges)}`}) OR evidence_received_at < ${receivedBefore})`
+      ).pipe(Effect.map(pendingOf))
 
     return {
       findSession,
@@ -205,14 +224,16 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       findAttestation,
       latestAttestation,
       listAttestations,
-      acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string) =>
-        grouped((s) => s.acceptEvidence(agentId, idx, evidence, at, sessionId)),
+      acceptEvidence: (agentId: string, idx: number, evidence: string, at: number, sessionId?: string, judge?: string) =>
+        grouped((s) => s.acceptEvidence(agentId, idx, evidence, at, sessionId, judge)),
       completeAttestation: (agentId: string, idx: number, r: VerdictWrite) => grouped((s) => s.completeAttestation(agentId, idx, r)),
       recordVerdict: (agentId: string, idx: number, v: VerdictWrites) => grouped((s) => s.recordVerdict(agentId, idx, v)),
       grouped,
       pruneAttestations,
       evaluating,
-      evaluatingBefore
+      evaluatingBefore,
+      evaluatingJudgedBy,
+      orphanedVerdicts
     } as const
   })
 }) {}

@@ -341,9 +341,12 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
 
     // --- ownership of the loop (the fencing token) ---
 
-    /** A loop of `verifierId` starts: the next owner epoch, which fences out every older loop; None when the agent is not this verifier's. */
-    const takeOwnership = Effect.fn("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string) {
-      const rows = yield* sql<{ owner_epoch: unknown }>`UPDATE verifier_agents SET owner_epoch = owner_epoch + 1
+    /**
+     * A loop of `verifierId` starts: the next owner epoch, which fences out every older loop, and the
+     * runner it runs on (cluster mode; null otherwise); None when the agent is not this verifier's.
+     */
+    const takeOwnership = Effect.fn("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string, runner: string | null = null) {
+      const rows = yield* sql<{ owner_epoch: unknown }>`UPDATE verifier_agents SET owner_epoch = owner_epoch + 1, owner_runner = ${runner}
         WHERE agent_id = ${agentId} AND verifier_id = ${verifierId} RETURNING owner_epoch`.pipe(Effect.mapError(storeError("take agent ownership")))
       return rows.length === 0 ? Option.none<number>() : Option.some(Number(rows[0]!.owner_epoch))
     })

@@ -42,6 +42,8 @@ export const AgentRow = Schema.Struct({
   retry_count: DbInteger,
   next_poll_at: Schema.NullOr(DbInteger),
   generation: DbInteger,
+  /** The runner whose loop last took the agent (cluster mode, migration 0028); null in single-process mode. */
+  owner_runner: Schema.NullOr(Schema.String),
   created_at: DbInteger,
   updated_at: DbInteger
 })

@@ -19,6 +19,7 @@ import { PollerControl } from "../../domain/PollerControl.js"
 import { AgentRepo } from "../../domain/repo/AgentRepo.js"
 import { FleetRepo } from "../../domain/repo/FleetRepo.js"
 import { ClusterLoops, PullAgent, PullAgentLive } from "./PullAgentEntity.js"
+import { PushDutiesSingleton } from "./PushDutiesSingleton.js"
 import { runnerLayer } from "./runner.js"
 
 /** How often the reconciler makes sure every agent that needs a loop has one. */
@@ -67,9 +68,9 @@ const Reconciler = Singleton.make(
   })
 )
 
-/** Cluster mode's PollerControl, its entities and reconciler, on this runner. */
+/** Cluster mode's PollerControl, its entities and reconciler, and the push duties (they need PushDuties), on this runner. */
 export const clusterPollerLayer = (c: VerifierOptions) =>
-  Layer.mergeAll(ControlLive, PullAgentLive, Reconciler).pipe(
+  Layer.mergeAll(ControlLive, PullAgentLive, Reconciler, PushDutiesSingleton(c)).pipe(
     Layer.provide(ClusterLoopsLive),
     Layer.provide(FleetRepo.Default),
     Layer.provide(runnerLayer(c))
