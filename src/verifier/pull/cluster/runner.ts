@@ -1,10 +1,12 @@
 /**
- * This process as a runner of the cluster: @effect/cluster's socket runner (msgpack over mutual
- * TLS on `cluster_runner_host`:`cluster_runner_port`, RunnerTransport.ts), its runner registry, shard locks and persisted
- * messages in the verifier's PostgreSQL database (the `cluster_*` tables, made on first start), and
- * runner health by ping. Assembled here from the same pieces as NodeClusterSocket.layer, but with
- * the ShardingConfig built from the `[verifier]` section alone (that layer also reads HOST, PORT and
- * other bare environment variables) and TLS in place of its plain TCP. Cluster mode on SQLite is refused at start, naming the setting.
+ * This process as a runner of the cluster: @effect/cluster's socket runner (msgpack over mutual TLS
+ * on `cluster_runner_host`:`cluster_runner_port`, RunnerTransport.ts and RunnerTls.ts), its runner
+ * registry, shard locks and persisted messages in the verifier's PostgreSQL database (the
+ * `cluster_*` tables, made on first start by one runner at a time), and runner health by ping.
+ * Assembled from the same pieces as NodeClusterSocket.layer, but with the ShardingConfig built from
+ * the `[verifier]` section alone (that layer also reads HOST, PORT and other bare environment
+ * variables) and TLS in place of its plain TCP. Cluster mode on SQLite is refused at start, naming
+ * the setting.
  */
 import { type MessageStorage, RunnerAddress, RunnerHealth, Runners, type Sharding, ShardingConfig, SocketRunner, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
 import { RpcSerialization } from "@effect/rpc"
