@@ -357,7 +357,7 @@ in
     cluster_runner_port = lib.mkOption {
       type = t.port;
       default = 34431;
-      description = "cluster mode: TCP port of this runner's messages from other runners (not HTTPS: keep it on a private network)";
+      description = "cluster mode: port of this runner's messages from other runners, mutual TLS: each runner presents this section's server_cert and accepts only server certificates that chain to trusted_client_ca (admin and agent certificates are refused)";
     };
     cluster_shards = lib.mkOption {
       type = t.ints.positive;

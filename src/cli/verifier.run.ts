@@ -1,5 +1,5 @@
 /** How `attest verifier` runs: start the verifier from `[verifier]` and say where it listens. */
-import { Console, Effect, Layer, Option } from "effect"
+import { Cause, Chunk, Console, Effect, Layer, Option } from "effect"
 import { BoundListeners } from "../http/HttpServers.js"
 import { Logging } from "../ops/Logging.js"
 import { MetricsEndpoint } from "../http/MetricsListener.js"
@@ -7,6 +7,7 @@ import { Tracing } from "../ops/Tracing.js"
 import { ConfigSources, VerifierConfig } from "../config/services.js"
 import { pollerFromConfig, VerifierFromConfig } from "../verifier/fromConfig.js"
 import { version } from "../ops/version.js"
+import { reasonsOf } from "../ops/errorText.js"
 
 export const run = ({ config }: { readonly config: Option.Option<string> }) =>
   Effect.gen(function*() {
@@ -24,4 +25,10 @@ export const run = ({ config }: { readonly config: Option.Option<string> }) =>
       Effect.provide(Tracing.fromSection(section, "attest-verifier", version)),
       Effect.provide(Logging.fromSection(section))
     )
-  }).pipe(Effect.tapError((e) => Console.error(`attest verifier: ${"message" in e ? e.message : String(e)}`)))
+  }).pipe(
+    Effect.tapError((e) => Console.error(`attest verifier: ${"message" in e ? e.message : String(e)}`)),
+    // a defect (runMain reports nothing: disableErrorReporting) is said too, never a silent exit 1
+    Effect.tapDefect((cause) =>
+      Console.error(`attest verifier: stopped by a defect: ${Chunk.toReadonlyArray(Cause.defects(cause)).map(reasonsOf).join("; ")}\n${Cause.pretty(cause)}`)
+    )
+  )

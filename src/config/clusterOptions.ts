@@ -28,7 +28,10 @@ export const clusterOptions = {
     "cluster mode: the pull agents are shared by every verifier runner on this database_url (PostgreSQL only; refused on SQLite), each agent polled by one runner, a dead runner's agents taken over by the others; verifier_id then names the agents for listing and no longer decides who polls them"
   ),
   cluster_runner_host: string("127.0.0.1", "cluster mode: the address other runners reach this runner at (its runner port listens there)"),
-  cluster_runner_port: port(CLUSTER_DEFAULTS.cluster_runner_port, "cluster mode: TCP port of this runner's messages from other runners (not HTTPS: keep it on a private network)"),
+  cluster_runner_port: port(
+    CLUSTER_DEFAULTS.cluster_runner_port,
+    "cluster mode: port of this runner's messages from other runners, mutual TLS: each runner presents this section's server_cert and accepts only server certificates that chain to trusted_client_ca (admin and agent certificates are refused)"
+  ),
   cluster_shards: integer(
     CLUSTER_DEFAULTS.cluster_shards,
     "cluster mode: shards the agents are spread over (every runner of a cluster must use the same number; more shards than runners spread them evenly)",

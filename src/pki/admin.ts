@@ -35,16 +35,21 @@ export interface NotAdmin {
   readonly subject?: string
 }
 
-const cnOf = (x: crypto.X509Certificate): string =>
+export const cnOf = (x: crypto.X509Certificate): string =>
   x.subject.split("\n").find((l) => l.startsWith("CN="))?.slice(3) ?? x.subject.replace(/\n/g, ", ")
 
-export const isAdminCertificate = (
+/**
+ * What every certificate a peer presents to a server of attest must be (an admin's, a cluster
+ * runner's): it chains to `trustedCas`, is valid at `now` and is not revoked (when the trusted CAs'
+ * CRLs are given). The usage (EKU) is the caller's check.
+ */
+export const trustedPeerCertificate = (
   peerCertDer: Uint8Array | undefined,
   trustedCas: TrustStore,
   now: Date,
   /** Parsed, verified CRLs of the trusted CAs; without it revocation is not checked. */
   revocations?: RevocationList
-): Either.Either<Admin, NotAdmin> => {
+): Either.Either<crypto.X509Certificate, NotAdmin> => {
   if (peerCertDer === undefined || peerCertDer.length === 0) {
     return Either.left({ reason: "no-certificate", message: "no client certificate was presented" })
   }
@@ -73,19 +78,39 @@ export const isAdminCertificate = (
       })
     }
   }
-  // node reports the EKU OIDs as keyUsage; undefined when the extension is absent.
-  if (!(x.keyUsage ?? []).includes(EKU.clientAuth)) {
-    return Either.left({
-      reason: "no-client-auth-eku",
-      message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
-    })
-  }
+  return Either.right(x)
+}
+
+/**
+ * When the chain of a certificate that chained at `now` is valid: the latest notBefore and the
+ * earliest notAfter along its path (a verdict kept per connection holds only inside it).
+ */
+const validityWindow = (x: crypto.X509Certificate, trustedCas: TrustStore, now: Date): { validFrom: Date; validUntil: Date } => {
   let validFrom = -Infinity
   let validUntil = Infinity
-  for (const c of chain.right.path) {
+  const chain = verifyChain(x, trustedCas, now)
+  for (const c of Either.isRight(chain) ? chain.right.path : []) {
     const v = validity(c)
     validFrom = Math.max(validFrom, v.notBefore.getTime())
     validUntil = Math.min(validUntil, v.notAfter.getTime())
   }
-  return Either.right({ identity: cnOf(x), certificate: x, validFrom: new Date(validFrom), validUntil: new Date(validUntil) })
+  return { validFrom: new Date(validFrom), validUntil: new Date(validUntil) }
 }
+
+/** Does the certificate carry this extended key usage (node reports the EKU OIDs as keyUsage; undefined when the extension is absent)? */
+export const hasExtendedKeyUsage = (x: crypto.X509Certificate, oid: string): boolean => (x.keyUsage ?? []).includes(oid)
+
+export const isAdminCertificate = (
+  peerCertDer: Uint8Array | undefined,
+  trustedCas: TrustStore,
+  now: Date,
+  /** Parsed, verified CRLs of the trusted CAs; without it revocation is not checked. */
+  revocations?: RevocationList
+): Either.Either<Admin, NotAdmin> =>
+  Either.flatMap(trustedPeerCertificate(peerCertDer, trustedCas, now, revocations), (x) =>
+    hasExtendedKeyUsage(x, EKU.clientAuth)
+      ? Either.right({ identity: cnOf(x), certificate: x, ...validityWindow(x, trustedCas, now) })
+      : Either.left({
+        reason: "no-client-auth-eku",
+        message: `client certificate ${cnOf(x)} lacks the Client Authentication extended key usage`
+      }))

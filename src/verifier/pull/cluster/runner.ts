@@ -1,23 +1,27 @@
 /**
- * This process as a runner of the cluster: @effect/cluster's socket runner (msgpack over TCP on
- * `cluster_runner_host`:`cluster_runner_port`), its runner registry, shard locks and persisted
- * messages in the verifier's PostgreSQL database (the `cluster_*` tables, made on first start), and
- * runner health by ping. Assembled here from the same pieces as NodeClusterSocket.layer, but with
- * the ShardingConfig built from the `[verifier]` section alone: that layer also reads HOST, PORT and
- * other bare environment variables. Cluster mode on SQLite is refused at start, naming the setting.
+ * This process as a runner of the cluster: @effect/cluster's socket runner (msgpack over mutual TLS
+ * on `cluster_runner_host`:`cluster_runner_port`, RunnerTransport.ts and RunnerTls.ts), its runner
+ * registry, shard locks and persisted messages in the verifier's PostgreSQL database (the
+ * `cluster_*` tables, made on first start by one runner at a time), and runner health by ping.
+ * Assembled from the same pieces as NodeClusterSocket.layer, but with the ShardingConfig built from
+ * the `[verifier]` section alone (that layer also reads HOST, PORT and other bare environment
+ * variables) and TLS in place of its plain TCP. Cluster mode on SQLite is refused at start, naming
+ * the setting.
  */
 import { type MessageStorage, RunnerAddress, RunnerHealth, Runners, type Sharding, ShardingConfig, SocketRunner, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
-import { layerClientProtocol, layerSocketServer } from "@effect/platform-node/NodeClusterSocket"
 import { RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
-import { Duration, Layer, Option, Schedule, Schema } from "effect"
+import { Duration, Layer, Option } from "effect"
 import { chooseBackend } from "../../../db/Sql.js"
 import type { VerifierOptions } from "../../../config/sections.js"
+import type { ServerTls } from "../../../http/Tls.js"
+import { ClusterModeRefused } from "./refused.js"
+import { RunnerTls } from "./RunnerTls.js"
+import { tlsClientProtocol, tlsSocketServer } from "./RunnerTransport.js"
+import { builtOneAtATime } from "../../../db/startLock.js"
+import { reasonsOf } from "../../../ops/errorText.js"
 
-/** `cluster = true` with a database several processes cannot share, or a runner port that cannot be listened on. */
-export class ClusterModeRefused extends Schema.TaggedError<ClusterModeRefused>()("ClusterModeRefused", {
-  message: Schema.String
-}) {}
+export { ClusterModeRefused }
 
 /** The engine's settings from the section (the rest keep @effect/cluster's defaults). */
 export const shardingConfigOf = (c: VerifierOptions): Partial<ShardingConfig.ShardingConfig["Type"]> => ({
@@ -43,21 +47,33 @@ export const clusterRefusal = (c: VerifierOptions): ClusterModeRefused | undefin
 }
 
 /**
- * The engine makes its tables at start with no lock: two runners starting at once can collide on
- * CREATE TABLE IF NOT EXISTS (PostgreSQL's catalogue says duplicate key). The loser tries again.
+ * The engine's message and runner storages in the verifier's database, their tables made by one
+ * runner at a time (db/startLock.ts: two runners making them at the same instant stopped one of
+ * them at start). A database that cannot take them stops the start, saying so.
  */
-const createdOnce = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
-  storage.pipe(Layer.retry(Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(5)))))
+export const clusterStorages =
+  builtOneAtATime("cluster tables", Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer)).pipe(
+    Layer.mapError((e) =>
+      new ClusterModeRefused({
+        message: `[verifier] cluster = true: the cluster tables (cluster_*) cannot be made or read in database_url: ${reasonsOf(e)}`
+      })
+    )
+  )
 
-/** Sharding (and Runners, MessageStorage) for this runner over the SqlClient in context. */
+/**
+ * Sharding (and Runners, MessageStorage) for this runner over the SqlClient in context, speaking to
+ * the other runners over mutual TLS with the verifier's server identity (RunnerTransport.ts,
+ * RunnerTls.ts).
+ */
 export const runnerLayer = (
   c: VerifierOptions
-): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterModeRefused, SqlClient.SqlClient> => {
+): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ClusterModeRefused, SqlClient.SqlClient | ServerTls> => {
   const refused = clusterRefusal(c)
   if (refused !== undefined) return Layer.fail(refused)
-  const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(layerClientProtocol))
+  const address = RunnerAddress.make(c.cluster_runner_host, c.cluster_runner_port)
+  const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(tlsClientProtocol))
   // the engine's error says only "Open": say which setting to change
-  const server = layerSocketServer.pipe(
+  const server = tlsSocketServer(address).pipe(
     Layer.mapError((e) =>
       new ClusterModeRefused({
         message: `[verifier] cluster_runner_port ${c.cluster_runner_port} on cluster_runner_host ${c.cluster_runner_host} cannot be listened on (${
@@ -67,11 +83,11 @@ export const runnerLayer = (
     )
   )
   return SocketRunner.layer.pipe(
-    Layer.provide([server, layerClientProtocol]),
+    Layer.provide([server, tlsClientProtocol]),
     Layer.provide(health),
-    Layer.provideMerge(Layer.orDie(createdOnce(SqlMessageStorage.layer))),
-    Layer.provide(Layer.orDie(createdOnce(SqlRunnerStorage.layer))),
+    Layer.provideMerge(clusterStorages),
     Layer.provide(ShardingConfig.layer(shardingConfigOf(c))),
-    Layer.provide(RpcSerialization.layerMsgPack)
+    Layer.provide(RpcSerialization.layerMsgPack),
+    Layer.provide(RunnerTls.fromServerTls)
   )
 }
