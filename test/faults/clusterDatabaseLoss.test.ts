@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { clusterOn, expectOneLoopEach, type Runner, sleep, snapshot } from "../support/clusterFleet.js"
+import { type AgentRow, clusterOn, expectOneLoopEach, type Runner, sleep, snapshot, tellRunnersOnFailure } from "../support/clusterFleet.js"
 import { throughRelay } from "../support/db.js"
 import { needsPostgres, postgresUrl } from "../support/requirements.js"
 import { startTcpProxy } from "../support/tcpProxy.js"
@@ -64,8 +64,10 @@ describe.skipIf(!pgOk)("cluster mode: PostgreSQL lost and back under two runners
       const outage = new Map(answers)
       relay.accept()
       const back = yield* c.rows
-      yield* waitFor("every agent attested again", c.rows, (byId) =>
-        fleet.every((a) => byId.get(a.id)!.attestation_count >= back.get(a.id)!.attestation_count + 2), 120_000)
+      const since = (byId: Map<string, AgentRow>) => fleet.map((a) => [a.id, byId.get(a.id)!.attestation_count - back.get(a.id)!.attestation_count, byId.get(a.id)!.operational_state])
+      yield* waitFor("every agent attested again", Effect.map(c.rows, since), (s) => s.every(([, n]) => Number(n) >= 2), 90_000).pipe(
+        tellRunnersOnFailure(() => runners)
+      )
       yield* Fiber.interrupt(clients)
 
       process.stderr.write(`cluster database loss: answers during the outage ${JSON.stringify([...outage])}, in all ${JSON.stringify([...answers])}; relay peak ${relay.connections().peak}\n`)

@@ -245,3 +245,12 @@ const waitUntil = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, ms: number)
       yield* sleep(250)
     }
   })
+
+/** On failure, the last lines of each runner's output (what the runners said is most of a cluster failure's story). */
+export const tellRunnersOnFailure = (runners: () => ReadonlyArray<Runner>, lines = 80) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.onExit(self, (exit) =>
+    exit._tag === "Success" ? Effect.void : Effect.sync(() => {
+      for (const r of runners()) {
+        process.stderr.write(`--- runner ${r.name} (exit ${r.run.child.exitCode}), last ${lines} lines:\n${r.run.lines.slice(-lines).map((l) => l.text.slice(0, 400)).join("\n")}\n`)
+      }
+    }))

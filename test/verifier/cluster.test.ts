@@ -117,6 +117,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const countsAtKill = yield* rows
       doomed.run.child.kill("SIGKILL")
       const killedAt = Date.now()
+      const killedPerf = performance.now()
       expect(yield* Effect.promise(() => doomed.run.exited)).toBeNull()
       webhook.state.down = false
 
@@ -129,7 +130,11 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
         expect({ agent: a.id, resumedFrom: first.entry >= reached[i]! && first.entry > 0 }).toEqual({ agent: a.id, resumedFrom: true })
       }
       const failoverMs = Math.max(...resumedAfterMs)
-      process.stderr.write(`cluster failover: every agent quoted again ${(failoverMs / 1000).toFixed(1)} s after kill -9 (bound ${FAILOVER_BOUND_MS / 1000} s)\n`)
+      const sorted = [...resumedAfterMs].sort((x, y) => x - y).map((ms) => (ms / 1000).toFixed(1))
+      process.stderr.write(`cluster failover: every agent quoted again ${(failoverMs / 1000).toFixed(1)} s after kill -9 (bound ${FAILOVER_BOUND_MS / 1000} s; first ${sorted[0]} s, median ${sorted[sorted.length >> 1]} s)\n`)
+      if (failoverMs >= FAILOVER_BOUND_MS) {
+        process.stderr.write(`the survivor after the kill:\n${survivor.run.lines.filter((l) => l.at >= killedPerf - 1000).map((l) => l.text.slice(0, 300)).join("\n")}\n`)
+      }
       expect({ failoverMs, withinBound: failoverMs < FAILOVER_BOUND_MS }).toEqual({ failoverMs, withinBound: true })
       yield* waitFor("every agent attested by the survivor", rows, (byId) =>
         healthy.every((a) => byId.get(a.id)!.attestation_count > countsAtKill.get(a.id)!.attestation_count && byId.get(a.id)!.operational_state === 3), 120_000)
@@ -156,6 +161,18 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const moved0 = yield* snapshot(healthy, [survivor, r3], rows)
       yield* sleep(WINDOW_S * 1000)
       const moved1 = yield* snapshot(healthy, [survivor, r3], rows)
+      const unpolled = healthy.filter((_, i) => moved1.asked[i] === moved0.asked[i])
+      if (unpolled.length > 0) {
+        const joinedPerf = performance.now() - (Date.now() - joined0.at)
+        for (const a of unpolled) {
+          const messages = yield* Effect.orDie(c.sql`SELECT shard_id, kind, tag, processed, last_read FROM cluster_messages WHERE entity_id = ${a.id} ORDER BY rowid`)
+          process.stderr.write(`${a.id} not quoted after the move; last quote ${((a.asked.at(-1)!.at - joined0.at) / 1000).toFixed(1)} s after the join; messages ${JSON.stringify(messages)}\n`)
+          for (const r of [survivor, r3]) {
+            process.stderr.write(`${r.name}:\n${r.run.lines.filter((l) => l.at >= joinedPerf && l.text.includes(a.id)).map((l) => l.text.slice(0, 400)).join("\n")}\n`)
+          }
+        }
+        process.stderr.write(`r3 since the join:\n${r3.run.lines.map((l) => l.text.slice(0, 300)).join("\n").slice(-6000)}\n`)
+      }
       const rebalanced = expectOneLoopEach(healthy, moved0, moved1, QUOTE_INTERVAL)
       const r3Share = rebalanced[1]! / (rebalanced[0]! + rebalanced[1]!)
       expect({ rebalanced, fairShare: r3Share >= 0.2 && r3Share <= 0.8 }).toEqual({ rebalanced, fairShare: true })
