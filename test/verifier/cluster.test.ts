@@ -31,7 +31,7 @@ import { SqlLive } from "../../src/db/Sql.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { writeVerifierConfig } from "../faults/support.js"
 import { startAttest } from "../support/attestProcess.js"
-import { closest, clusterOn, expectAllJudged, expectOneLoopEach, LISTENING, longestGap, pullAttestations, sleep, snapshot } from "../support/clusterFleet.js"
+import { closest, clusterOn, expectAllJudged, expectOneLoopEach, LISTENING, lockTrouble, longestGap, pullAttestations, sleep, snapshot } from "../support/clusterFleet.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
 import { needsPostgres } from "../support/requirements.js"
@@ -130,6 +130,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
         expect({ agent: a.id, resumedFrom: first.entry >= reached[i]! && first.entry > 0 }).toEqual({ agent: a.id, resumedFrom: true })
       }
       const failoverMs = Math.max(...resumedAfterMs)
+      process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2]))}\n`)
       const sorted = [...resumedAfterMs].sort((x, y) => x - y).map((ms) => (ms / 1000).toFixed(1))
       process.stderr.write(`cluster failover: every agent quoted again ${(failoverMs / 1000).toFixed(1)} s after kill -9 (bound ${FAILOVER_BOUND_MS / 1000} s; first ${sorted[0]} s, median ${sorted[sorted.length >> 1]} s)\n`)
       if (failoverMs >= FAILOVER_BOUND_MS) {
@@ -161,6 +162,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const moved0 = yield* snapshot(healthy, [survivor, r3], rows)
       yield* sleep(WINDOW_S * 1000)
       const moved1 = yield* snapshot(healthy, [survivor, r3], rows)
+      process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2, r3]))}\n`)
       const unpolled = healthy.filter((_, i) => moved1.asked[i] === moved0.asked[i])
       if (unpolled.length > 0) {
         const joinedPerf = performance.now() - (Date.now() - joined0.at)
@@ -176,6 +178,8 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const rebalanced = expectOneLoopEach(healthy, moved0, moved1, QUOTE_INTERVAL)
       const r3Share = rebalanced[1]! / (rebalanced[0]! + rebalanced[1]!)
       expect({ rebalanced, fairShare: r3Share >= 0.2 && r3Share <= 0.8 }).toEqual({ rebalanced, fairShare: true })
+      const gaps = healthy.map((a) => ({ agent: a.id, gapMs: longestGap(a.asked, joined0.at, moved1.at) })).sort((x, y) => y.gapMs - x.gapMs)
+      process.stderr.write(`cluster: longest gaps between quotes while r3 joined ${JSON.stringify(gaps.slice(0, 6))}\n`)
       for (const [i, a] of healthy.entries()) {
         const during = a.asked.slice(joined0.asked[i]!)
         expect({ agent: a.id, closestQuotesMs: closest(during) >= QUOTE_INTERVAL * 1000 * 0.75, longestGapMs: longestGap(a.asked, joined0.at, moved1.at) < FAILOVER_BOUND_MS })
