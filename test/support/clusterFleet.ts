@@ -244,12 +244,13 @@ const waitUntil = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, ms: number)
     }
   })
 
-/** On failure, the last lines of each runner's output (what the runners said is most of a cluster failure's story). */
-export const tellRunnersOnFailure = (runners: () => ReadonlyArray<Runner>, lines = 80) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+/** On failure, what each runner said that was not INFO, then its last lines (most of a cluster failure's story). */
+export const tellRunnersOnFailure = (runners: () => ReadonlyArray<Runner>, lines = 40) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.onExit(self, (exit) =>
     exit._tag === "Success" ? Effect.void : Effect.sync(() => {
       for (const r of runners()) {
-        process.stderr.write(`--- runner ${r.name} (exit ${r.run.child.exitCode}), last ${lines} lines:\n${r.run.lines.slice(-lines).map((l) => l.text.slice(0, 400)).join("\n")}\n`)
+        const notInfo = r.run.lines.filter((l) => !/\bINFO\b|level=INFO/.test(l.text)).slice(-60)
+        process.stderr.write(`--- runner ${r.name} (exit ${r.run.child.exitCode}): not INFO (last 60):\n${notInfo.map((l) => l.text.slice(0, 500)).join("\n")}\n--- last ${lines} lines:\n${r.run.lines.slice(-lines).map((l) => l.text.slice(0, 300)).join("\n")}\n`)
       }
     }))
 

@@ -31,7 +31,7 @@ import { SqlLive } from "../../src/db/Sql.js"
 import { makeTestCa, tempDir } from "../agent/support.js"
 import { writeVerifierConfig } from "../faults/support.js"
 import { startAttest } from "../support/attestProcess.js"
-import { closest, clusterOn, expectAllJudged, expectOneLoopEach, LISTENING, lockTrouble, longestGap, pullAttestations, sleep, snapshot } from "../support/clusterFleet.js"
+import { closest, clusterOn, expectAllJudged, expectOneLoopEach, LISTENING, lockTrouble, longestGap, pullAttestations, type Runner, sleep, snapshot, tellRunnersOnFailure } from "../support/clusterFleet.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
 import { needsPostgres } from "../support/requirements.js"
@@ -69,7 +69,9 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const [adminA, adminB] = [all[FLEET]!, all[FLEET + 1]!]
       const r1 = yield* c.startRunner("r1")
       const r2 = yield* c.startRunner("r2")
+      const started: Array<Runner> = [r1, r2]
       const rows = c.rows
+      yield* Effect.gen(function*() {
 
       // 1. two runners. Added through either (and so with either verifier_id): each agent's loop runs wherever its shard is
       for (const [i, a] of fleet.entries()) yield* c.add(i % 2 === 0 ? r1.url : r2.url, a)
@@ -157,6 +159,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       // 4. a third runner joins: shards move to it, and nothing is lost or doubled on the way
       const joined0 = yield* snapshot(healthy, [survivor], rows)
       const r3 = yield* c.startRunner("r3")
+      started.push(r3)
       yield* waitFor("r3 attests", pullAttestations(r3), (n) => n > 0, 120_000)
       yield* sleep(2 * QUOTE_INTERVAL * 1000) // the move settles
       const moved0 = yield* snapshot(healthy, [survivor, r3], rows)
@@ -196,6 +199,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const askedGone = adminB.asked.length
       yield* sleep(3 * QUOTE_INTERVAL * 1000)
       expect({ quotesAfterDelete: adminB.asked.length - askedGone }).toEqual({ quotesAfterDelete: 0 })
+      }).pipe(tellRunnersOnFailure(() => started))
     }).pipe(Effect.scoped), 900_000)
 
   it.live("single-process mode on PostgreSQL creates no cluster table", () =>
