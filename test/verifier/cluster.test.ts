@@ -73,132 +73,132 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
       const rows = c.rows
       yield* Effect.gen(function*() {
 
-      // 1. two runners. Added through either (and so with either verifier_id): each agent's loop runs wherever its shard is
-      for (const [i, a] of fleet.entries()) yield* c.add(i % 2 === 0 ? r1.url : r2.url, a)
-      for (const a of [adminA, adminB]) yield* c.add(r1.url, a)
-      yield* waitFor("every agent attested twice", rows, (byId) => all.every((a) => (byId.get(a.id)?.attestation_count ?? 0) >= 2), 240_000)
+        // 1. two runners. Added through either (and so with either verifier_id): each agent's loop runs wherever its shard is
+        for (const [i, a] of fleet.entries()) yield* c.add(i % 2 === 0 ? r1.url : r2.url, a)
+        for (const a of [adminA, adminB]) yield* c.add(r1.url, a)
+        yield* waitFor("every agent attested twice", rows, (byId) => all.every((a) => (byId.get(a.id)?.attestation_count ?? 0) >= 2), 240_000)
 
-      // meanwhile: stop and reactivate through r2 of an agent added through r1 (delete: at the end, its row leaves the sums)
-      const adminOps = yield* Effect.fork(Effect.gen(function*() {
-        const shown = JSON.parse((yield* c.admin(r2.url, "GET", `/v2.6/agents/${adminA.id}`)).body).results as { verifier_id: string }
-        expect(shown.verifier_id).toEqual("r1")
-        expect((yield* c.admin(r2.url, "PUT", `/v2.6/agents/${adminA.id}/stop`)).status).toEqual(200)
-        yield* sleep(QUOTE_INTERVAL * 1000) // one quote may be in flight
-        const askedStopped = adminA.asked.length
-        yield* sleep(3 * QUOTE_INTERVAL * 1000)
-        expect({ quotesAfterStop: adminA.asked.length - askedStopped <= 1 }).toEqual({ quotesAfterStop: true })
-        expect((yield* c.status(r1.url, adminA.id)).operational_state).toEqual(10)
-        const counted = (yield* c.status(r1.url, adminA.id)).attestation_count
-        expect((yield* c.admin(r2.url, "PUT", `/v2.6/agents/${adminA.id}/reactivate`)).status).toEqual(200)
-        const again = yield* waitFor("attested after reactivate", c.status(r1.url, adminA.id), (s) => s.attestation_count > counted, 120_000)
-        expect(again.operational_state).toEqual(3)
-      }))
+        // meanwhile: stop and reactivate through r2 of an agent added through r1 (delete: at the end, its row leaves the sums)
+        const adminOps = yield* Effect.fork(Effect.gen(function*() {
+          const shown = JSON.parse((yield* c.admin(r2.url, "GET", `/v2.6/agents/${adminA.id}`)).body).results as { verifier_id: string }
+          expect(shown.verifier_id).toEqual("r1")
+          expect((yield* c.admin(r2.url, "PUT", `/v2.6/agents/${adminA.id}/stop`)).status).toEqual(200)
+          yield* sleep(QUOTE_INTERVAL * 1000) // one quote may be in flight
+          const askedStopped = adminA.asked.length
+          yield* sleep(3 * QUOTE_INTERVAL * 1000)
+          expect({ quotesAfterStop: adminA.asked.length - askedStopped <= 1 }).toEqual({ quotesAfterStop: true })
+          expect((yield* c.status(r1.url, adminA.id)).operational_state).toEqual(10)
+          const counted = (yield* c.status(r1.url, adminA.id)).attestation_count
+          expect((yield* c.admin(r2.url, "PUT", `/v2.6/agents/${adminA.id}/reactivate`)).status).toEqual(200)
+          const again = yield* waitFor("attested after reactivate", c.status(r1.url, adminA.id), (s) => s.attestation_count > counted, 120_000)
+          expect(again.operational_state).toEqual(3)
+        }))
 
-      const steady0 = yield* snapshot(fleet, [r1, r2], rows)
-      yield* sleep(WINDOW_S * 1000)
-      const steady1 = yield* snapshot(fleet, [r1, r2], rows)
-      const shares = expectOneLoopEach(fleet, steady0, steady1, QUOTE_INTERVAL)
-      yield* expectAllJudged(fleet, steady1, rows, 1)
-      expect({ shares, bothAttest: shares.every((n) => n > 0) }).toEqual({ shares, bothAttest: true })
-      // the freshness gauge, from the database: the fleet's oldest verified quote is a few intervals old at most
-      const oldest = valueOf(parseExposition(yield* fetchText(r2.metrics)), "attest_oldest_verified_quote_seconds")
-      expect({ oldest: oldest !== undefined && oldest <= 6 * QUOTE_INTERVAL + 10 }).toEqual({ oldest: true })
-      yield* Fiber.join(adminOps)
+        const steady0 = yield* snapshot(fleet, [r1, r2], rows)
+        yield* sleep(WINDOW_S * 1000)
+        const steady1 = yield* snapshot(fleet, [r1, r2], rows)
+        const shares = expectOneLoopEach(fleet, steady0, steady1, QUOTE_INTERVAL)
+        yield* expectAllJudged(fleet, steady1, rows, 1)
+        expect({ shares, bothAttest: shares.every((n) => n > 0) }).toEqual({ shares, bothAttest: true })
+        // the freshness gauge, from the database: the fleet's oldest verified quote is a few intervals old at most
+        const oldest = valueOf(parseExposition(yield* fetchText(r2.metrics)), "attest_oldest_verified_quote_seconds")
+        expect({ oldest: oldest !== undefined && oldest <= 6 * QUOTE_INTERVAL + 10 }).toEqual({ oldest: true })
+        yield* Fiber.join(adminOps)
 
-      // 2. three agents fail while the webhook is down (their notices wait in the outbox); every other list grows
-      webhook.state.down = true
-      const failing = fleet.slice(0, 3)
-      const healthy = fleet.slice(3)
-      for (const a of failing) yield* a.machine.measure(FORBIDDEN.path, FORBIDDEN.content)
-      for (const a of healthy) yield* a.machine.measure(ALLOWED.path, ALLOWED.content)
-      yield* waitFor("the three agents invalid", rows, (byId) => failing.every((a) => byId.get(a.id)?.operational_state === INVALID_QUOTE), 120_000)
-      yield* sleep(2 * QUOTE_INTERVAL * 1000)
-      const [doomed, survivor] = shares[0]! >= shares[1]! ? [r1, r2] : [r2, r1]
-      const reached = healthy.map((a) => Math.max(...a.asked.map((q) => q.entry)))
-      const askedAtKill = healthy.map((a) => a.asked.length)
-      const countsAtKill = yield* rows
-      doomed.run.child.kill("SIGKILL")
-      const killedAt = Date.now()
-      const killedPerf = performance.now()
-      expect(yield* Effect.promise(() => doomed.run.exited)).toBeNull()
-      webhook.state.down = false
+        // 2. three agents fail while the webhook is down (their notices wait in the outbox); every other list grows
+        webhook.state.down = true
+        const failing = fleet.slice(0, 3)
+        const healthy = fleet.slice(3)
+        for (const a of failing) yield* a.machine.measure(FORBIDDEN.path, FORBIDDEN.content)
+        for (const a of healthy) yield* a.machine.measure(ALLOWED.path, ALLOWED.content)
+        yield* waitFor("the three agents invalid", rows, (byId) => failing.every((a) => byId.get(a.id)?.operational_state === INVALID_QUOTE), 120_000)
+        yield* sleep(2 * QUOTE_INTERVAL * 1000)
+        const [doomed, survivor] = shares[0]! >= shares[1]! ? [r1, r2] : [r2, r1]
+        const reached = healthy.map((a) => Math.max(...a.asked.map((q) => q.entry)))
+        const askedAtKill = healthy.map((a) => a.asked.length)
+        const countsAtKill = yield* rows
+        doomed.run.child.kill("SIGKILL")
+        const killedAt = Date.now()
+        const killedPerf = performance.now()
+        expect(yield* Effect.promise(() => doomed.run.exited)).toBeNull()
+        webhook.state.down = false
 
-      const resumedAfterMs: Array<number> = []
-      for (const [i, a] of healthy.entries()) {
-        yield* waitFor(`${a.id} quoted after the kill`, Effect.sync(() => a.asked.length), (n) => n > askedAtKill[i]!, 120_000)
-        const first = a.asked[askedAtKill[i]!]!
-        resumedAfterMs.push(first.at - killedAt)
-        // IMA progress kept: the survivor asks from where the list was, never from entry 0 again
-        expect({ agent: a.id, resumedFrom: first.entry >= reached[i]! && first.entry > 0 }).toEqual({ agent: a.id, resumedFrom: true })
-      }
-      const failoverMs = Math.max(...resumedAfterMs)
-      process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2]))}\n`)
-      const sorted = [...resumedAfterMs].sort((x, y) => x - y).map((ms) => (ms / 1000).toFixed(1))
-      process.stderr.write(`cluster failover: every agent quoted again ${(failoverMs / 1000).toFixed(1)} s after kill -9 (bound ${FAILOVER_BOUND_MS / 1000} s; first ${sorted[0]} s, median ${sorted[sorted.length >> 1]} s)\n`)
-      if (failoverMs >= FAILOVER_BOUND_MS) {
-        process.stderr.write(`the survivor after the kill:\n${survivor.run.lines.filter((l) => l.at >= killedPerf - 1000).map((l) => l.text.slice(0, 300)).join("\n")}\n`)
-      }
-      expect({ failoverMs, withinBound: failoverMs < FAILOVER_BOUND_MS }).toEqual({ failoverMs, withinBound: true })
-      yield* waitFor("every agent attested by the survivor", rows, (byId) =>
-        healthy.every((a) => byId.get(a.id)!.attestation_count > countsAtKill.get(a.id)!.attestation_count && byId.get(a.id)!.operational_state === 3), 120_000)
-
-      // each failed agent's notice delivered once, wherever it was made and whoever held it at the kill
-      yield* waitFor("the outbox empty", Effect.orDie(c.sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM verifier_notifications`), (r) => Number(r[0]!.n) === 0, 120_000)
-      yield* sleep(2 * 1000) // a second delivery would follow within the retry interval
-      const noticed = (webhook.bodies as Array<{ msg: string }>).map((b) => JSON.parse(b.msg) as { agent_id: string; event_id: string })
-      expect(noticed.map((m) => `${m.agent_id} ${m.event_id}`).sort()).toEqual(failing.map((a) => `${a.id} ima.validation.ima-ng.not_in_allowlist`))
-
-      // 3. the survivor alone: one loop per agent, each verdict counted once
-      const alone0 = yield* snapshot(healthy, [survivor], rows)
-      yield* sleep(WINDOW_S * 1000)
-      const alone1 = yield* snapshot(healthy, [survivor], rows)
-      expectOneLoopEach(healthy, alone0, alone1, QUOTE_INTERVAL)
-      // a quote in flight at the kill may go unjudged: one per agent
-      yield* expectAllJudged(healthy, alone1, rows, 2)
-
-      // 4. a third runner joins: shards move to it, and nothing is lost or doubled on the way
-      const joined0 = yield* snapshot(healthy, [survivor], rows)
-      const r3 = yield* c.startRunner("r3")
-      started.push(r3)
-      yield* waitFor("r3 attests", pullAttestations(r3), (n) => n > 0, 120_000)
-      yield* sleep(2 * QUOTE_INTERVAL * 1000) // the move settles
-      const moved0 = yield* snapshot(healthy, [survivor, r3], rows)
-      yield* sleep(WINDOW_S * 1000)
-      const moved1 = yield* snapshot(healthy, [survivor, r3], rows)
-      process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2, r3]))}\n`)
-      const unpolled = healthy.filter((_, i) => moved1.asked[i] === moved0.asked[i])
-      if (unpolled.length > 0) {
-        const joinedPerf = performance.now() - (Date.now() - joined0.at)
-        for (const a of unpolled) {
-          const messages = yield* Effect.orDie(c.sql`SELECT shard_id, kind, tag, processed, last_read FROM cluster_messages WHERE entity_id = ${a.id} ORDER BY rowid`)
-          process.stderr.write(`${a.id} not quoted after the move; last quote ${((a.asked.at(-1)!.at - joined0.at) / 1000).toFixed(1)} s after the join; messages ${JSON.stringify(messages)}\n`)
-          for (const r of [survivor, r3]) {
-            process.stderr.write(`${r.name}:\n${r.run.lines.filter((l) => l.at >= joinedPerf && l.text.includes(a.id)).map((l) => l.text.slice(0, 400)).join("\n")}\n`)
-          }
+        const resumedAfterMs: Array<number> = []
+        for (const [i, a] of healthy.entries()) {
+          yield* waitFor(`${a.id} quoted after the kill`, Effect.sync(() => a.asked.length), (n) => n > askedAtKill[i]!, 120_000)
+          const first = a.asked[askedAtKill[i]!]!
+          resumedAfterMs.push(first.at - killedAt)
+          // IMA progress kept: the survivor asks from where the list was, never from entry 0 again
+          expect({ agent: a.id, resumedFrom: first.entry >= reached[i]! && first.entry > 0 }).toEqual({ agent: a.id, resumedFrom: true })
         }
-        process.stderr.write(`r3 since the join:\n${r3.run.lines.map((l) => l.text.slice(0, 300)).join("\n").slice(-6000)}\n`)
-      }
-      const rebalanced = expectOneLoopEach(healthy, moved0, moved1, QUOTE_INTERVAL)
-      const r3Share = rebalanced[1]! / (rebalanced[0]! + rebalanced[1]!)
-      expect({ rebalanced, fairShare: r3Share >= 0.2 && r3Share <= 0.8 }).toEqual({ rebalanced, fairShare: true })
-      const gaps = healthy.map((a) => ({ agent: a.id, gapMs: longestGap(a.asked, joined0.at, moved1.at) })).sort((x, y) => y.gapMs - x.gapMs)
-      process.stderr.write(`cluster: longest gaps between quotes while r3 joined ${JSON.stringify(gaps.slice(0, 6))}\n`)
-      for (const [i, a] of healthy.entries()) {
-        const during = a.asked.slice(joined0.asked[i]!)
-        expect({ agent: a.id, closestQuotesMs: closest(during) >= QUOTE_INTERVAL * 1000 * 0.75, longestGapMs: longestGap(a.asked, joined0.at, moved1.at) < FAILOVER_BOUND_MS })
-          .toEqual({ agent: a.id, closestQuotesMs: true, longestGapMs: true })
-      }
-      // a quote in flight when its loop moved may go unjudged too
-      yield* expectAllJudged(healthy, moved1, rows, 3)
-      expect({ r3Alive: r3.run.child.exitCode, survivorAlive: survivor.run.child.exitCode }).toEqual({ r3Alive: null, survivorAlive: null })
+        const failoverMs = Math.max(...resumedAfterMs)
+        process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2]))}\n`)
+        const sorted = [...resumedAfterMs].sort((x, y) => x - y).map((ms) => (ms / 1000).toFixed(1))
+        process.stderr.write(`cluster failover: every agent quoted again ${(failoverMs / 1000).toFixed(1)} s after kill -9 (bound ${FAILOVER_BOUND_MS / 1000} s; first ${sorted[0]} s, median ${sorted[sorted.length >> 1]} s)\n`)
+        if (failoverMs >= FAILOVER_BOUND_MS) {
+          process.stderr.write(`the survivor after the kill:\n${survivor.run.lines.filter((l) => l.at >= killedPerf - 1000).map((l) => l.text.slice(0, 300)).join("\n")}\n`)
+        }
+        expect({ failoverMs, withinBound: failoverMs < FAILOVER_BOUND_MS }).toEqual({ failoverMs, withinBound: true })
+        yield* waitFor("every agent attested by the survivor", rows, (byId) =>
+          healthy.every((a) => byId.get(a.id)!.attestation_count > countsAtKill.get(a.id)!.attestation_count && byId.get(a.id)!.operational_state === 3), 120_000)
 
-      // delete through r3 of an agent added through r1: at once when r3 runs its loop, else TERMINATED and the loop's runner deletes it
-      expect([200, 202]).toContain((yield* c.admin(r3.url, "DELETE", `/v2.6/agents/${adminB.id}`)).status)
-      yield* waitFor("the agent gone", Effect.map(c.admin(survivor.url, "GET", `/v2.6/agents/${adminB.id}`), (r) => r.status), (code) => code === 404, 120_000)
-      yield* sleep(QUOTE_INTERVAL * 1000) // one quote may be in flight
-      const askedGone = adminB.asked.length
-      yield* sleep(3 * QUOTE_INTERVAL * 1000)
-      expect({ quotesAfterDelete: adminB.asked.length - askedGone }).toEqual({ quotesAfterDelete: 0 })
+        // each failed agent's notice delivered once, wherever it was made and whoever held it at the kill
+        yield* waitFor("the outbox empty", Effect.orDie(c.sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM verifier_notifications`), (r) => Number(r[0]!.n) === 0, 120_000)
+        yield* sleep(2 * 1000) // a second delivery would follow within the retry interval
+        const noticed = (webhook.bodies as Array<{ msg: string }>).map((b) => JSON.parse(b.msg) as { agent_id: string; event_id: string })
+        expect(noticed.map((m) => `${m.agent_id} ${m.event_id}`).sort()).toEqual(failing.map((a) => `${a.id} ima.validation.ima-ng.not_in_allowlist`))
+
+        // 3. the survivor alone: one loop per agent, each verdict counted once
+        const alone0 = yield* snapshot(healthy, [survivor], rows)
+        yield* sleep(WINDOW_S * 1000)
+        const alone1 = yield* snapshot(healthy, [survivor], rows)
+        expectOneLoopEach(healthy, alone0, alone1, QUOTE_INTERVAL)
+        // a quote in flight at the kill may go unjudged: one per agent
+        yield* expectAllJudged(healthy, alone1, rows, 2)
+
+        // 4. a third runner joins: shards move to it, and nothing is lost or doubled on the way
+        const joined0 = yield* snapshot(healthy, [survivor], rows)
+        const r3 = yield* c.startRunner("r3")
+        started.push(r3)
+        yield* waitFor("r3 attests", pullAttestations(r3), (n) => n > 0, 120_000)
+        yield* sleep(2 * QUOTE_INTERVAL * 1000) // the move settles
+        const moved0 = yield* snapshot(healthy, [survivor, r3], rows)
+        yield* sleep(WINDOW_S * 1000)
+        const moved1 = yield* snapshot(healthy, [survivor, r3], rows)
+        process.stderr.write(`cluster: shard-lock storage unhealthy so far ${JSON.stringify(lockTrouble([r1, r2, r3]))}\n`)
+        const unpolled = healthy.filter((_, i) => moved1.asked[i] === moved0.asked[i])
+        if (unpolled.length > 0) {
+          const joinedPerf = performance.now() - (Date.now() - joined0.at)
+          for (const a of unpolled) {
+            const messages = yield* Effect.orDie(c.sql`SELECT shard_id, kind, tag, processed, last_read FROM cluster_messages WHERE entity_id = ${a.id} ORDER BY rowid`)
+            process.stderr.write(`${a.id} not quoted after the move; last quote ${((a.asked.at(-1)!.at - joined0.at) / 1000).toFixed(1)} s after the join; messages ${JSON.stringify(messages)}\n`)
+            for (const r of [survivor, r3]) {
+              process.stderr.write(`${r.name}:\n${r.run.lines.filter((l) => l.at >= joinedPerf && l.text.includes(a.id)).map((l) => l.text.slice(0, 400)).join("\n")}\n`)
+            }
+          }
+          process.stderr.write(`r3 since the join:\n${r3.run.lines.map((l) => l.text.slice(0, 300)).join("\n").slice(-6000)}\n`)
+        }
+        const rebalanced = expectOneLoopEach(healthy, moved0, moved1, QUOTE_INTERVAL)
+        const r3Share = rebalanced[1]! / (rebalanced[0]! + rebalanced[1]!)
+        expect({ rebalanced, fairShare: r3Share >= 0.2 && r3Share <= 0.8 }).toEqual({ rebalanced, fairShare: true })
+        const gaps = healthy.map((a) => ({ agent: a.id, gapMs: longestGap(a.asked, joined0.at, moved1.at) })).sort((x, y) => y.gapMs - x.gapMs)
+        process.stderr.write(`cluster: longest gaps between quotes while r3 joined ${JSON.stringify(gaps.slice(0, 6))}\n`)
+        for (const [i, a] of healthy.entries()) {
+          const during = a.asked.slice(joined0.asked[i]!)
+          expect({ agent: a.id, closestQuotesMs: closest(during) >= QUOTE_INTERVAL * 1000 * 0.75, longestGapMs: longestGap(a.asked, joined0.at, moved1.at) < FAILOVER_BOUND_MS })
+            .toEqual({ agent: a.id, closestQuotesMs: true, longestGapMs: true })
+        }
+        // a quote in flight when its loop moved may go unjudged too
+        yield* expectAllJudged(healthy, moved1, rows, 3)
+        expect({ r3Alive: r3.run.child.exitCode, survivorAlive: survivor.run.child.exitCode }).toEqual({ r3Alive: null, survivorAlive: null })
+
+        // delete through r3 of an agent added through r1: at once when r3 runs its loop, else TERMINATED and the loop's runner deletes it
+        expect([200, 202]).toContain((yield* c.admin(r3.url, "DELETE", `/v2.6/agents/${adminB.id}`)).status)
+        yield* waitFor("the agent gone", Effect.map(c.admin(survivor.url, "GET", `/v2.6/agents/${adminB.id}`), (r) => r.status), (code) => code === 404, 120_000)
+        yield* sleep(QUOTE_INTERVAL * 1000) // one quote may be in flight
+        const askedGone = adminB.asked.length
+        yield* sleep(3 * QUOTE_INTERVAL * 1000)
+        expect({ quotesAfterDelete: adminB.asked.length - askedGone }).toEqual({ quotesAfterDelete: 0 })
       }).pipe(tellRunnersOnFailure(() => started))
     }).pipe(Effect.scoped), 900_000)
 
