@@ -10,8 +10,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { type AgentRow, clusterOn, expectOneLoopEach, type Runner, sleep, snapshot, tellRunnersOnFailure } from "../support/clusterFleet.js"
-import { throughRelay } from "../support/db.js"
+import { type AgentRow, clusterOn, expectOneLoopEach, type Runner, sleep, snapshot, tellRunnersOnFailure, throughPort } from "../support/clusterFleet.js"
 import { needsPostgres, postgresUrl } from "../support/requirements.js"
 import { startTcpProxy } from "../support/tcpProxy.js"
 import { waitFor } from "../verifier/pollerSupport.js"
@@ -36,7 +35,7 @@ describe.skipIf(!pgOk)("cluster mode: PostgreSQL lost and back under two runners
       )
       const c = yield* clusterOn({
         quoteInterval: QUOTE_INTERVAL,
-        runnerDb: (db) => throughRelay(db, relay.port),
+        runnerDb: (db) => throughPort(db, relay.port),
         extra: ["retry_interval = 1", "exponential_backoff = false", "max_retries = 3"]
       })
       const fleet = yield* c.agentsNamed(Array.from({ length: FLEET }, (_, i) => `cluster-dbloss-${String(i).padStart(2, "0")}`))

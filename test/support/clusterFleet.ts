@@ -10,8 +10,9 @@
  * restart), so 50 agents cost no 100 RSA key generations.
  */
 import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import { expect } from "@effect/vitest"
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { copyFileSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { RunningAgent } from "../../src/agent/Agent.js"
@@ -23,7 +24,8 @@ import { makeTestCa, tempDir } from "../agent/support.js"
 import { agentStatus, recordedAgent, verifierAdmin, writeVerifierConfig } from "../faults/support.js"
 import { agentBody, machinePolicyBase64 } from "../verifier/pollerSupport.js"
 import { type AttestProcess, startAttest } from "./attestProcess.js"
-import { testDatabase } from "./db.js"
+import { withSearchPath } from "./db.js"
+import { postgresUrl } from "./requirements.js"
 import { parseExposition, valueOf } from "./prometheus.js"
 import { freePort } from "./swtpm.js"
 
@@ -67,6 +69,30 @@ export interface AgentRow {
   readonly operational_state: number
 }
 
+const adminStatement = (statement: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })),
+    Effect.orDie
+  )
+
+/**
+ * A database of its own, not a schema of the shared one: PostgreSQL's advisory locks belong to a
+ * database, and the engine keys its shard locks by shard number alone, so two clusters in two
+ * schemas of one database (two cluster test files at once) took each other's shards and left
+ * agents unpolled and sends waiting for minutes.
+ */
+const clusterDatabase = Effect.acquireRelease(
+  Effect.sync(() => `h_cluster_${Math.random().toString(36).slice(2, 10)}`).pipe(Effect.tap((name) => adminStatement(`CREATE DATABASE ${name}`))),
+  (name) => adminStatement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+)
+
+/** `db` reached through a relay listening on `port` of 127.0.0.1. */
+export const throughPort = (db: DatabaseOptions, port: number): DatabaseOptions => {
+  const url = new URL(db.database_url)
+  url.port = String(port)
+  return { ...db, database_url: url.toString() }
+}
+
 /**
  * A fresh PostgreSQL database and CA, and a way to start `attest verifier` runners in cluster mode
  * on them (verifier_id: the runner's name; the cluster's timings at their defaults: health checks
@@ -84,7 +110,10 @@ export const clusterOn = (o: {
   Effect.gen(function*() {
     const dir = yield* tempDir("attest-cluster-")
     const ca = yield* makeTestCa(join(dir, "cv_ca"))
-    const db = yield* testDatabase("pg")
+    const name = yield* clusterDatabase
+    const url = new URL(postgresUrl)
+    url.pathname = `/${name}`
+    const db: DatabaseOptions = { database_url: withSearchPath(url.toString(), "public"), data_dir: "" }
     const sql = Context.get(yield* Layer.build(Layer.orDie(SqlLive(db, "test"))), SqlClient.SqlClient)
     const admin = verifierAdmin(ca)
     const runnerDb = o.runnerDb === undefined ? db : o.runnerDb(db)
