@@ -16,7 +16,12 @@ import type { DatabaseOptions } from "../../src/db/Sql.js"
 import type { AkOptions } from "../../src/tpm/Tpm.js"
 
 /** A simulated agent whose machine records (wall clock, entry) for every IMA list it is asked for. */
-export const recordedAgent = (agentId: string, dir: string, caPem: string, options: { readonly ak?: AkOptions } = {}) => {
+export const recordedAgent = (
+  agentId: string,
+  dir: string,
+  caPem: string,
+  options: { readonly ak?: AkOptions; readonly ekAlg?: "rsa" | "ecc" } = {}
+) => {
   const asked: Array<{ readonly at: number; readonly entry: number }> = []
   const recording = Layer.effect(
     MeasurementSource,
@@ -32,7 +37,8 @@ export const recordedAgent = (agentId: string, dir: string, caPem: string, optio
     port: 0,
     trustedClientCa: caPem,
     payload: { dir: join(dir, "secure"), extractZip: true },
-    ...(options.ak === undefined ? {} : { ak: options.ak })
+    ...(options.ak === undefined ? {} : { ak: options.ak }),
+    ...(options.ekAlg === undefined ? {} : { ekAlg: options.ekAlg })
   }).pipe(
     Layer.provide(recording),
     Layer.provideMerge(machineLayer({ name: agentId })),

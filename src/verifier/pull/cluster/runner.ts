@@ -32,6 +32,9 @@ export const shardingConfigOf = (c: VerifierOptions): Partial<ShardingConfig.Sha
   refreshAssignmentsInterval: Duration.seconds(Math.min(3, Math.max(0.5, c.cluster_health_check_interval))),
   shardLockRefreshInterval: Duration.seconds(c.cluster_lock_refresh_interval),
   shardLockExpiration: Duration.seconds(c.cluster_lock_expiration),
+  // a shard another runner still held when this one first tried is tried again at this pace (and
+  // stored messages are read at it): the engine's 10 s left a moved agent unpolled for 11 s
+  entityMessagePollInterval: Duration.seconds(Math.min(10, c.cluster_lock_refresh_interval)),
   // messages cross no process boundary when the entity is local: no need to pay for encoding them
   simulateRemoteSerialization: false
 })
