@@ -26,7 +26,7 @@
  */
 import { RequestResolver as Loader } from "@effect/experimental"
 import { SqlClient, SqlError, SqlResolver } from "@effect/sql"
-import { Duration, Effect, Either, Schema } from "effect"
+import { Clock, Duration, Effect, Either, Schema } from "effect"
 import { VerifierConfig } from "../../config/services.js"
 import { inTransaction } from "../../db/transaction.js"
 import { unsafeRecordLoopWrites } from "../../ops/metrics.js"
@@ -38,6 +38,8 @@ export interface LoopWriteJob {
   readonly agentId: string
   readonly write: Effect.Effect<boolean, VerifierStoreError>
   readonly notice?: PreparedNotice | undefined
+  /** The clock of the loop that asked: the write's timestamps are its (set by `submit`). */
+  readonly clock?: Clock.Clock | undefined
 }
 
 export interface WriteOutcome {
@@ -60,8 +62,10 @@ const Job = Schema.declare((u: unknown): u is LoopWriteJob => typeof u === "obje
 const AnswerSchema = Schema.declare((u: unknown): u is Answer => typeof u === "object" && u !== null && "_tag" in u)
 
 /** The write, then its notice's rows if it won, inside the caller's transaction (or its own). */
-const storeOne = (job: LoopWriteJob): Effect.Effect<WriteOutcome, VerifierStoreError> =>
-  job.notice === undefined ? Effect.map(job.write, (won) => ({ won, dropped: 0 })) : job.notice.store(job.write)
+const storeOne = (job: LoopWriteJob): Effect.Effect<WriteOutcome, VerifierStoreError> => {
+  const stored = job.notice === undefined ? Effect.map(job.write, (won) => ({ won, dropped: 0 })) : job.notice.store(job.write)
+  return job.clock === undefined ? stored : Effect.withClock(stored, job.clock)
+}
 
 const tally = (answers: ReadonlyArray<Answer>) => {
   let won = 0
@@ -137,10 +141,14 @@ export const makeLoopWriteBatcher = Effect.gen(function*() {
     Result: AnswerSchema,
     execute: (jobs) => storeBatch(sql, jobs).pipe(Effect.withTracerEnabled(traced))
   })
-  const loader = yield* Loader.dataLoader(resolver, { window: Duration.millis(windowMs), maxBatchSize: config.database_write_batch_max })
+  // the window is wall time (the database's batching), whatever clock the loops run on (TestClock in
+  // tests); each write still takes its timestamps from its loop's clock
+  const loader = yield* Loader.dataLoader(resolver, { window: Duration.millis(windowMs), maxBatchSize: config.database_write_batch_max }).pipe(
+    Effect.withClock(Clock.make())
+  )
   const execute = resolver.makeExecute(loader)
   const submit = (job: LoopWriteJob): Effect.Effect<WriteOutcome, VerifierStoreError> =>
-    execute(job).pipe(
+    Effect.clockWith((clock) => execute({ ...job, clock })).pipe(
       // a request that is not a job or an answer count that differs: a defect of this module
       Effect.catchTags({ ParseError: Effect.die, ResultLengthMismatch: Effect.die }),
       Effect.flatMap((a) => (a._tag === "Stored" ? Effect.succeed(a.outcome) : Effect.fail(a.error)))
