@@ -93,6 +93,8 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batc
   Effect.gen(function*() {
     const config = join(dir, `${name}.toml`)
     const runnerPort = yield* Effect.promise(freePort)
+    // metrics_port 0 turns the listener off: a free port, read back from the process's output
+    const metricsPort = yield* Effect.promise(freePort)
     writeFileSync(config, [
       "[verifier]",
       "port = 0",
@@ -100,7 +102,7 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batc
       `ca_dir = "${caDir}"`,
       `data_dir = "${join(dir, name)}"`,
       `database_url = "${databaseUrl}"`,
-      "metrics_port = 0",
+      `metrics_port = ${metricsPort}`,
       `log_level = "warning"`,
       `quote_interval = ${QUOTE_INTERVAL}`,
       "enabled_revocation_notifications = []",
