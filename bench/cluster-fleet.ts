@@ -20,6 +20,7 @@
  * defaults of `[verifier] cluster_*`.
  *
  *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
+ *   CLUSTER_FLEET_AB=1 npm run bench -- cluster-fleet   (only 1 runner unbatched / batched, alternated twice)
  * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a schema per phase).
  */
 import { spawn } from "node:child_process"
@@ -277,6 +278,15 @@ const main = Effect.gen(function*() {
     return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as Fleet)
   })))
   const fleet = fleetProcess.value
+  if (process.env["CLUSTER_FLEET_AB"] === "1") {
+    // the batching alone, alternated (a shared machine's load moves between phases): 1 runner unbatched, batched, twice
+    for (let round = 1; round <= 2; round++) {
+      const off = yield* phase(`unbatched ${round}`, 1, true, fleet, undefined, 0)
+      const on = yield* phase(`batched ${round}`, 1, true, fleet)
+      console.log(`round ${round}: CPU per attestation batched / unbatched ${(on.cpuMsPerAttestation / off.cpuMsPerAttestation).toFixed(2)}`)
+    }
+    return
+  }
   const single = yield* phase("single", 1, false, fleet)
   const unbatched = yield* phase("1 runner unbatched", 1, true, fleet, undefined, 0)
   const one = yield* phase("1 runner", 1, true, fleet)

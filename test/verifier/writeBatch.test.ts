@@ -150,6 +150,19 @@ describe.skipIf(!pgAvailable)("batched loop writes on PostgreSQL", () => {
       expect((yield* transactions) - tx0).toBe(4)
       expect(yield* counts).toEqual({ f0: 1, f2: 1 })
     })))
+
+  it.scopedLive("a batch that fills before its window ends is sent at once", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase("pg")
+      yield* Effect.gen(function*() {
+        yield* agentsWithLoops(["m0", "m1", "m2"])
+        const started = Date.now()
+        const answers = yield* submitTogether(yield* Effect.all(["m0", "m1", "m2"].map((id) => verdict(id, 1))))
+        expect(answers.map((a) => Exit.isSuccess(a) ? a.value.won : "failed")).toEqual([true, true, true])
+        // the window is a minute: only the full batch could have sent them
+        expect(Date.now() - started).toBeLessThan(30_000)
+      }).pipe(Effect.provide(verifierLayer(db, { database_write_batch_window: 60, database_write_batch_max: 3 })))
+    }))
 })
 
 describe("loop writes on SQLite", () => {
