@@ -18,7 +18,8 @@
  * answer. @effect/sql's `SqlResolver.ordered` behind @effect/experimental's `dataLoader` (the
  * request-batching way) did the same but cost 2.9–3.2 ms of CPU per write against 0.7 ms for the
  * same batch stored directly (Effect's blocked-request machinery over windows of 100 requests,
- * measured in-process on PostgreSQL), and halved the agents a runner kept on schedule: not used.
+ * bench/write-batch.ts), and in bench/cluster-fleet.ts its runner kept 0 of 100 agents on schedule
+ * where the unbatched one kept 100 (one run on a loaded machine): not used.
  *
  * SQLite (and a window of 0): each write alone, as before. SQLite has one writer and, in WAL mode
  * with synchronous = NORMAL, a commit does not wait for the disk: a batch would save little and
