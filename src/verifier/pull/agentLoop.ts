@@ -77,8 +77,12 @@ const make = Effect.gen(function*() {
         return round.fetchAndJudge(m, effect)
       case "DeliverV":
         return round.deliverV(m)
-      case "ScheduleNext":
-        return Effect.as(Effect.sleep(effect.after * 1000), TICK)
+      case "ScheduleNext": {
+        // less the time the last write waited for its batch (loopWrites.ts), so the interval holds
+        const wait = Math.max(0, effect.after * 1000 - m.batchWaitMs)
+        m.batchWaitMs = 0
+        return Effect.as(Effect.sleep(wait), TICK)
+      }
       case "Reload":
         return Effect.map(agents.findView(m.agentId), (view) => {
           if (Option.isNone(view)) return "finish" as const

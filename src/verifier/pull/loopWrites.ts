@@ -7,7 +7,7 @@
  * (here or in another process) ends this loop, so two loops never both write.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { nowSeconds } from "../../db/dialect.js"
 import { verdictFactsJson } from "../../ear/verdictFacts.js"
 import { observeFreshness, recordAttestation, setAgentState } from "../../ops/metrics.js"
@@ -88,7 +88,10 @@ export const makeLoopWrites = (settings: LoopSettings, batcher: LoopWriteBatcher
     const withNotice = (m: LoopMemory, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, VerifierStoreError>) =>
       Effect.gen(function*() {
         const notice = notify === undefined ? undefined : yield* notifications.revocationNotice(revocationOf(m, notify))
+        const submitted = batcher.batched ? yield* Clock.currentTimeMillis : 0
         const { won, dropped } = yield* batcher.submit({ agentId: m.agentId, write, notice })
+        // the wait for the batch comes out of the next sleep: batching does not stretch the quote interval
+        if (batcher.batched) m.batchWaitMs = (yield* Clock.currentTimeMillis) - submitted
         if (won && notice !== undefined) yield* notice.stored(dropped)
         return won
       })
