@@ -43,6 +43,8 @@ const AGENTS = Number(process.argv[2] ?? 100)
 const WINDOW_S = Number(process.argv[3] ?? 20)
 const QUOTE_INTERVAL = 2
 const ON_SCHEDULE = 0.8
+/** The batch window of the batched phases (the option's default is 0: off). */
+const BATCH_WINDOW = Number(process.env["CLUSTER_FLEET_BATCH_WINDOW"] ?? 0.1)
 
 const dir = mkdtempSync(join(tmpdir(), "attest-bench-cluster-"))
 const caDir = join(dir, "ca")
@@ -235,7 +237,7 @@ const phase = (
     const schema = yield* freshSchema
     const url = withSearchPath(postgresUrl, schema)
     const processes = []
-    for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow))
+    for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow ?? BATCH_WINDOW))
     yield* enrol(processes[0]!.url, fleet)
     const figure = yield* measure(schema, processes)
     console.log(
