@@ -4,15 +4,23 @@
  * 100,000-digest runtime policy, 3 new IMA entries per quote), quote_interval 2 s, attested by
  *   single   one `attest verifier` process in single-process mode (the baseline),
  *   1 runner one process with `cluster = true`,
+ *   1 runner unbatched  the same with `database_write_batch_window = 0` (each loop write its own
+ *            transaction: the baseline of the batching),
+ *   1 runner one process with `cluster = true`,
  *   2 runners two processes with `cluster = true` (their CPU summed),
+ *   3 runners three processes with `cluster = true`,
  * each on a fresh schema. Per phase, over a window after a warm-up (every agent attested twice): the
  * processes' CPU from /proc per attestation (attestation_count read from the database, so counting
- * costs the verifiers nothing) and the agents on schedule (80% of the quotes the window allows).
- * Then kill -9 of one of the two runners: the seconds until every agent has a quote received after
- * the kill (last_received_quote, whole seconds), with the runners' failure detection as the
+ * costs the verifiers nothing), the agents on schedule (80% of the quotes the window allows), the
+ * loop writes and the transactions that stored them per runner (each runner's /metrics:
+ * attest_verdict_writes_total, attest_db_transactions_total{purpose="loop_writes"}) and how busy the
+ * machine's cores were (/proc/stat: what limits the phase on a small machine). After the 2-runner
+ * window, kill -9 of one of the two runners: the seconds until every agent has a quote received
+ * after the kill (last_received_quote, whole seconds), with the runners' failure detection as the
  * defaults of `[verifier] cluster_*`.
  *
  *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
+ *   CLUSTER_FLEET_AB=1 npm run bench -- cluster-fleet   (only 1 runner unbatched / batched, alternated twice)
  * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a schema per phase).
  */
 import { spawn } from "node:child_process"
@@ -35,6 +43,8 @@ const AGENTS = Number(process.argv[2] ?? 100)
 const WINDOW_S = Number(process.argv[3] ?? 20)
 const QUOTE_INTERVAL = 2
 const ON_SCHEDULE = 0.8
+/** The batch window of the batched phases (the option's default is 0: off). */
+const BATCH_WINDOW = Number(process.env["CLUSTER_FLEET_BATCH_WINDOW"] ?? 0.1)
 
 const dir = mkdtempSync(join(tmpdir(), "attest-bench-cluster-"))
 const caDir = join(dir, "ca")
@@ -43,6 +53,8 @@ const admin = new Pg.Pool({ connectionString: postgresUrl, max: 1 })
 
 interface Child {
   readonly pid: number
+  /** The process's /metrics URL (verifiers). */
+  readonly metrics?: string
   readonly out: () => string
   readonly kill: (signal: NodeJS.Signals) => Promise<void>
 }
@@ -80,10 +92,12 @@ const freshSchema = Effect.acquireRelease(
   (schema) => Effect.promise(() => admin.query(`DROP SCHEMA ${schema} CASCADE`))
 )
 
-const startVerifier = (name: string, databaseUrl: string, cluster: boolean) =>
+const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batchWindow?: number) =>
   Effect.gen(function*() {
     const config = join(dir, `${name}.toml`)
     const runnerPort = yield* Effect.promise(freePort)
+    // metrics_port 0 turns the listener off: a free port, read back from the process's output
+    const metricsPort = yield* Effect.promise(freePort)
     writeFileSync(config, [
       "[verifier]",
       "port = 0",
@@ -91,16 +105,21 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean) =>
       `ca_dir = "${caDir}"`,
       `data_dir = "${join(dir, name)}"`,
       `database_url = "${databaseUrl}"`,
-      "metrics_port = 0",
+      `metrics_port = ${metricsPort}`,
       `log_level = "warning"`,
       `quote_interval = ${QUOTE_INTERVAL}`,
       "enabled_revocation_notifications = []",
       `verifier_id = "${name}"`,
       ...(cluster ? ["cluster = true", `cluster_runner_port = ${runnerPort}`] : []),
+      ...(batchWindow === undefined ? [] : [`database_write_batch_window = ${batchWindow}`]),
       ""
     ].join("\n"))
-    const child = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1])
-    return { ...child, url: child.value }
+    const child = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => {
+      const api = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1]
+      const metrics = /attest verifier: metrics \(Prometheus\) on (\S+)/.exec(out)?.[1]
+      return api === undefined || metrics === undefined ? undefined : { api, metrics }
+    })
+    return { ...child, url: child.value.api, metrics: child.value.metrics }
   })
 
 type Fleet = { readonly agents: ReadonlyArray<{ id: string; port: number; ak: string }>; readonly cert: string }
@@ -138,23 +157,55 @@ const rowsOf = (schema: string) =>
     }))
   })
 
+/** A process's loop writes and the transactions that stored them, from its /metrics. */
+const dbCounters = (metricsUrl: string | undefined) =>
+  Effect.promise(async () => {
+    if (metricsUrl === undefined) return { writes: 0, transactions: 0 }
+    const text = await (await fetch(metricsUrl)).text()
+    const sum = (re: RegExp) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0)
+    return {
+      writes: sum(/^attest_verdict_writes_total\{[^}]*\} (\S+)$/gm),
+      transactions: sum(/^attest_db_transactions_total\{purpose="loop_writes"\} (\S+)$/gm)
+    }
+  })
+
+/** The machine's busy and total CPU ms over every core (/proc/stat). */
+const machineCpu = () => {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const total = f.reduce((s, x) => s + x, 0)
+  return { busy: total - f[3]! - (f[4] ?? 0), total }
+}
+
 interface Figure {
   readonly cpuMsPerAttestation: number
   readonly attestations: number
   readonly onSchedule: number
+  /** Per runner per second, and transactions per attestation (all runners). */
+  readonly writesPerS: number
+  readonly txPerS: number
+  readonly txPerAttestation: number
+  /** Share of the machine's CPU busy in the window (every process on it). */
+  readonly machineBusy: number
 }
 
 /** Warm-up, then the window: CPU of `pids` per attestation and agents on schedule. */
-const measure = (schema: string, pids: ReadonlyArray<number>) =>
+const measure = (schema: string, processes: ReadonlyArray<Child>) =>
   Effect.gen(function*() {
     const from = Date.now()
     while ((yield* rowsOf(schema)).filter((r) => r.count >= 2).length < AGENTS && Date.now() - from < 180_000) yield* sleep(500)
     const before = new Map((yield* rowsOf(schema)).map((r) => [r.id, r.count]))
+    const pids = processes.map((p) => p.pid)
+    const db0 = yield* Effect.forEach(processes, (p) => dbCounters(p.metrics))
+    const machine0 = machineCpu()
     const cpu0 = pids.map(cpuMs)
     const t0 = performance.now()
     yield* sleep(WINDOW_S * 1000)
     const cpu = pids.map(cpuMs).reduce((s, c, i) => s + c - cpu0[i]!, 0)
     const seconds = (performance.now() - t0) / 1000
+    const machine1 = machineCpu()
+    const db1 = yield* Effect.forEach(processes, (p) => dbCounters(p.metrics))
+    const writes = db1.reduce((s, d, i) => s + d.writes - db0[i]!.writes, 0)
+    const transactions = db1.reduce((s, d, i) => s + d.transactions - db0[i]!.transactions, 0)
     let attestations = 0
     let onSchedule = 0
     for (const r of yield* rowsOf(schema)) {
@@ -162,20 +213,37 @@ const measure = (schema: string, pids: ReadonlyArray<number>) =>
       attestations += d
       if (d >= Math.floor((seconds / QUOTE_INTERVAL) * ON_SCHEDULE)) onSchedule++
     }
-    return { cpuMsPerAttestation: cpu / Math.max(1, attestations), attestations, onSchedule } satisfies Figure
+    return {
+      cpuMsPerAttestation: cpu / Math.max(1, attestations),
+      attestations,
+      onSchedule,
+      writesPerS: writes / seconds / processes.length,
+      txPerS: transactions / seconds / processes.length,
+      txPerAttestation: transactions / Math.max(1, attestations),
+      machineBusy: (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total)
+    } satisfies Figure
   })
 
 /** One phase: `runners` verifier processes (cluster mode unless `single`) on a fresh schema. */
-const phase = (label: string, runners: number, cluster: boolean, fleet: Fleet, after?: (ctx: { schema: string; processes: ReadonlyArray<Child> }) => Effect.Effect<void>) =>
+const phase = (
+  label: string,
+  runners: number,
+  cluster: boolean,
+  fleet: Fleet,
+  after?: (ctx: { schema: string; processes: ReadonlyArray<Child> }) => Effect.Effect<void>,
+  batchWindow?: number
+) =>
   Effect.scoped(Effect.gen(function*() {
     const schema = yield* freshSchema
     const url = withSearchPath(postgresUrl, schema)
     const processes = []
-    for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label}-${i + 1}`, url, cluster))
+    for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow ?? BATCH_WINDOW))
     yield* enrol(processes[0]!.url, fleet)
-    const figure = yield* measure(schema, processes.map((p) => p.pid))
+    const figure = yield* measure(schema, processes)
     console.log(
-      `${label.padEnd(10)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule`
+      `${label.padEnd(18)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule; ` +
+        `per runner ${figure.writesPerS.toFixed(1)} loop writes/s in ${figure.txPerS.toFixed(1)} transactions/s (${figure.txPerAttestation.toFixed(3)} per attestation); ` +
+        `machine ${(figure.machineBusy * 100).toFixed(0)}% busy, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`
     )
     if (after !== undefined) yield* after({ schema, processes })
     return figure
@@ -212,14 +280,31 @@ const main = Effect.gen(function*() {
     return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as Fleet)
   })))
   const fleet = fleetProcess.value
+  if (process.env["CLUSTER_FLEET_AB"] === "1") {
+    // the batching alone, alternated (a shared machine's load moves between phases): 1 runner unbatched, batched, twice
+    for (let round = 1; round <= 2; round++) {
+      const off = yield* phase(`unbatched ${round}`, 1, true, fleet, undefined, 0)
+      const on = yield* phase(`batched ${round}`, 1, true, fleet)
+      console.log(`round ${round}: CPU per attestation batched / unbatched ${(on.cpuMsPerAttestation / off.cpuMsPerAttestation).toFixed(2)}`)
+    }
+    return
+  }
   const single = yield* phase("single", 1, false, fleet)
+  const unbatched = yield* phase("1 runner unbatched", 1, true, fleet, undefined, 0)
   const one = yield* phase("1 runner", 1, true, fleet)
   const two = yield* phase("2 runners", 2, true, fleet, failover)
+  const three = yield* phase("3 runners", 3, true, fleet)
   const ratio1 = one.cpuMsPerAttestation / single.cpuMsPerAttestation
   const ratio2 = two.cpuMsPerAttestation / single.cpuMsPerAttestation
   console.log(`ratio to single-process mode (same run, same database): 1 runner ${ratio1.toFixed(2)}, 2 runners ${ratio2.toFixed(2)} (target <= 1.2)`)
   console.log(`BENCH cluster_agents_on_schedule_1 ${one.onSchedule}`)
   console.log(`BENCH cluster_agents_on_schedule_2 ${two.onSchedule}`)
+  console.log(`BENCH cluster_agents_on_schedule_3 ${three.onSchedule}`)
+  console.log(
+    `loop-write transactions per attestation: unbatched ${unbatched.txPerAttestation.toFixed(3)}, batched 1 runner ${one.txPerAttestation.toFixed(3)}, 2 runners ${two.txPerAttestation.toFixed(3)}, 3 runners ${three.txPerAttestation.toFixed(3)} (target <= 0.1); ` +
+      `CPU per attestation batched / unbatched (1 runner) ${(one.cpuMsPerAttestation / unbatched.cpuMsPerAttestation).toFixed(2)}`
+  )
+  console.log(`BENCH cluster_db_tx_per_attestation ${two.txPerAttestation.toFixed(3)}`)
   console.log(`BENCH cluster_cpu_ratio_to_single ${ratio2.toFixed(3)}`)
   console.log(`BENCH cluster_failover_s ${failoverSeconds.toFixed(1)} s`)
 }).pipe(Effect.scoped)

@@ -84,10 +84,25 @@ in
       default = "/var/lib/attest";
       description = "directory for the SQLite database and other state";
     };
+    database_pool_max = lib.mkOption {
+      type = t.ints.between 1 1000;
+      default = 10;
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
+    };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];
       default = "simple";
       description = "authorization provider for admin operations";
+    };
+    database_write_batch_window = lib.mkOption {
+      type = t.numbers.nonnegative;
+      default = 0;
+      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone";
+    };
+    database_write_batch_max = lib.mkOption {
+      type = t.ints.positive;
+      default = 100;
+      description = "PostgreSQL: a batch of the pull loops' writes is sent as soon as this many wait, before its window ends";
     };
     verifier_id = lib.mkOption {
       type = t.str;
@@ -440,6 +455,11 @@ in
       type = t.str;
       default = "/var/lib/attest";
       description = "directory for the SQLite database and other state";
+    };
+    database_pool_max = lib.mkOption {
+      type = t.ints.between 1 1000;
+      default = 10;
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
     };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];

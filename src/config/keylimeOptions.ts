@@ -63,6 +63,13 @@ const databaseUrl: Rule = (v, option) => {
   return skip("value not supported", "attest stores data in SQLite or PostgreSQL (postgresql://…)")
 }
 
+/** Keylime's `size,overflow` (SQLAlchemy's pool and its overflow) → attest's one bound, their sum. */
+const poolSize: Rule = (v) => {
+  const m = /^\s*(\d+)\s*,\s*(\d+)\s*$/.exec(text(v))
+  if (m === null) return skip("value not supported", "expected Keylime's `size,overflow` (e.g. 5,10); set attest's database_pool_max instead")
+  return carry("database_pool_max", Math.max(1, Number(m[1]) + Number(m[2])), "the most connections: Keylime's pool size plus its overflow")
+}
+
 const DURABLE = "attest has no durable attestation backend (persistent store, transparency log, time-stamp authority)"
 const WORKERS = "attest serves every request from one process with fibers: there are no worker processes to size"
 const LOGGING = "Python logging configuration: attest logs to stderr (--log-level, `attest up --verbose`)"
@@ -74,7 +81,7 @@ export const anySection: Readonly<Record<string, Rule>> = {
   client_key_password: password,
   tls_dir: underKeylimeDir,
   database_url: databaseUrl,
-  database_pool_sz_ovfl: notApplicable("attest sizes its database connection pool itself"),
+  database_pool_sz_ovfl: poolSize,
   auto_migrate_db: notApplicable("attest applies its database migrations at every start"),
   num_workers: notApplicable(WORKERS),
   max_workers: notApplicable(WORKERS),

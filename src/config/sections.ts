@@ -31,6 +31,11 @@ const serverTls = {
 const database = {
   database_url: string("", "empty for SQLite under data_dir, or a postgres:// URL"),
   data_dir: string(DATA_DIR, "directory for the SQLite database and other state"),
+  database_pool_max: integer(
+    10,
+    "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one",
+    { min: 1, max: 1000 }
+  ),
   authorization_provider: literal(["simple"], "simple", "authorization provider for admin operations")
 } as const
 
@@ -44,6 +49,12 @@ export const verifierSection = {
   trusted_server_ca: stringList(["default"], "CAs trusted for agent server certificates"),
   enable_agent_mtls: boolean(true, "talk to pull agents over mTLS"),
   ...database,
+  // --- the pull loops' writes, batched on PostgreSQL (src/verifier/pull/writeBatch.ts) ---
+  database_write_batch_window: seconds(
+    0,
+    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone"
+  ),
+  database_write_batch_max: integer(100, "PostgreSQL: a batch of the pull loops' writes is sent as soon as this many wait, before its window ends", { min: 1 }),
   verifier_id: string("default", "name of this verifier"),
   mode: literal(["pull", "push"], "pull", "attestation model"),
   quote_interval: seconds(2, "seconds between quotes of one agent"),

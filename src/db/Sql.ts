@@ -19,7 +19,12 @@ export interface DatabaseOptions {
   /** "" → SQLite under data_dir; `sqlite:<file>` (or `sqlite::memory:`); `postgres://…` / `postgresql://…`. */
   readonly database_url: string
   readonly data_dir: string
+  /** PostgreSQL: the most connections the pool opens (`database_pool_max`; 10 when not given). */
+  readonly database_pool_max?: number | undefined
 }
+
+/** The pool bound when a caller gives none (the option's default). */
+export const DEFAULT_POOL_MAX = 10
 
 /** Bad `database_url` or an unusable data directory: a start-up error that names the option. */
 export class DatabaseConfigError extends Schema.TaggedError<DatabaseConfigError>()("DatabaseConfigError", {
@@ -83,14 +88,16 @@ const sqliteLayer = (filename: string, component: string): Layer.Layer<SqlClient
 
 /**
  * PostgreSQL through a `pg.Pool` this layer owns (PgClient would keep its own private), so its use
- * (connections total, idle, clients waiting) is read at every metrics scrape.
+ * (connections total, idle, clients waiting) is read at every metrics scrape. The pool is bounded
+ * (`database_pool_max`): a process never opens more connections, however many requests and loops
+ * wait (they queue for a free one), so N processes open at most N times the bound.
  */
-const pgLayer = (url: Redacted.Redacted<string>, component: string) =>
+const pgLayer = (url: Redacted.Redacted<string>, component: string, max: number) =>
   PgClient.layerFromPool({
     applicationName: "attest",
     acquire: Effect.acquireRelease(
       Effect.gen(function*() {
-        const pool = new Pg.Pool({ connectionString: Redacted.value(url), max: 10, application_name: "attest" })
+        const pool = new Pg.Pool({ connectionString: Redacted.value(url), max, application_name: "attest" })
         // errors of idle connections surface on the next query; unhandled, they would end the process
         pool.on("error", () => {})
         yield* Effect.tryPromise({
@@ -111,7 +118,9 @@ const pgLayer = (url: Redacted.Redacted<string>, component: string) =>
 export const SqlLive = (o: DatabaseOptions, component: string): Layer.Layer<SqlClient.SqlClient, DatabaseConfigError | SqlError.SqlError> => {
   const backend = chooseBackend(o, component)
   if (backend instanceof DatabaseConfigError) return Layer.fail(backend)
-  return backend._tag === "pg" ? pgLayer(backend.url, component) : sqliteLayer(backend.filename, component)
+  const max = o.database_pool_max ?? DEFAULT_POOL_MAX
+  if (!Number.isSafeInteger(max) || max < 1) return Layer.fail(new DatabaseConfigError({ message: `database_pool_max must be a whole number of connections, at least 1; got ${max}` }))
+  return backend._tag === "pg" ? pgLayer(backend.url, component, max) : sqliteLayer(backend.filename, component)
 }
 
 /** SqlClient with every migration applied. */

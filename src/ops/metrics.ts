@@ -140,6 +140,13 @@ export const Metrics = {
     ["model", "failure_type"],
     "verifier"
   ),
+  verdictWrites: counter(
+    "attest_verdict_writes_total",
+    "Pull-loop writes to agents' rows (verdicts, retries, failures, state changes) by result: won, lost (a newer loop or an admin change came first: nothing written), error",
+    ["result"],
+    "verifier"
+  ),
+  dbTransactions: counter("attest_db_transactions_total", "Database transactions by purpose; loop_writes: those that stored the pull loops' writes (on PostgreSQL one per batch)", ["purpose"], "verifier"),
   agents: gauge("attest_agents", "Agents by operational state", ["state"], "verifier"),
   freshness: gauge("attest_agent_attestation_age_seconds", "Seconds since the agent's last successful attestation, as of the scrape", ["agent_id"], "verifier"),
   oldestVerifiedQuote: gauge(
@@ -269,6 +276,14 @@ export const unsafeRecordAttestation = (model: AttestationModel, valid: boolean,
 }
 export const recordAttestation = (model: AttestationModel, valid: boolean, failureTypes: ReadonlyArray<string> = []): Effect.Effect<void> =>
   Effect.sync(() => unsafeRecordAttestation(model, valid, failureTypes))
+
+/** Pull-loop writes stored (by result) in `transactions` transactions: a batch, or one write alone. */
+export const unsafeRecordLoopWrites = (w: { readonly won: number; readonly lost: number; readonly failed: number }, transactions: number): void => {
+  if (w.won > 0) Metrics.verdictWrites.series("won").unsafeUpdate(w.won, NO_TAGS)
+  if (w.lost > 0) Metrics.verdictWrites.series("lost").unsafeUpdate(w.lost, NO_TAGS)
+  if (w.failed > 0) Metrics.verdictWrites.series("error").unsafeUpdate(w.failed, NO_TAGS)
+  if (transactions > 0) Metrics.dbTransactions.series("loop_writes").unsafeUpdate(transactions, NO_TAGS)
+}
 
 /** Prometheus label value of an operational state: Keylime's name in snake case ("get_quote_retry"). */
 export const stateLabel = (state: OperationalState): string =>

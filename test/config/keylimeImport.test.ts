@@ -37,6 +37,7 @@ describe("attest config import", () => {
     expect(valueOf(r, "verifier", "quote_interval")).toBe(5) // the .conf.d snippet wins
     expect(valueOf(r, "verifier", "database_url")).toBe("postgresql://keylime:s3cret@db.lab:5432/keylime") // +psycopg2 dropped
     expect(valueOf(r, "registrar", "database_url")).toBe("") // Keylime's "sqlite": attest's own SQLite
+    expect(valueOf(r, "verifier", "database_pool_max")).toBe(15) // database_pool_sz_ovfl = 5,10: size plus overflow
     expect(valueOf(r, "tenant", "ek_ca_dir")).toBe("/var/lib/keylime/tpm_cert_store") // tpm_cert_store
     expect(valueOf(r, "tenant", "accept_tpm_hash_algs")).toEqual(["sha512", "sha384", "sha256"]) // Python list
     expect(valueOf(r, "agent", "uuid")).toBe("hash_ek")

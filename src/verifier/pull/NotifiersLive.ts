@@ -145,15 +145,12 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
         Effect.withSpan("Notifications.revocation")
       )
 
-    const revocationWith: NotificationsShape["revocationWith"] = (write, req) =>
-      Effect.gen(function*() {
-        const rows = yield* noticesOf(req)
-        const { won, dropped } = yield* outbox.withNotices(write, rows, config.notification_queue_size)
-        if (!won) return false
-        yield* warnDropped("revocation", dropped)
-        yield* queued(req)
-        return true
-      }).pipe(Effect.annotateLogs("agent_id", req.agent.agent_id), Effect.withSpan("Notifications.revocationWith"))
+    const revocationNotice: NotificationsShape["revocationNotice"] = (req) =>
+      Effect.map(noticesOf(req), (rows) => ({
+        store: <E, R>(write: Effect.Effect<boolean, E, R>) => outbox.withNotices(write, rows, config.notification_queue_size),
+        stored: (dropped: number) =>
+          Effect.zipRight(warnDropped("revocation", dropped), queued(req)).pipe(Effect.annotateLogs("agent_id", req.agent.agent_id))
+      }))
 
     const deliverWebhook = (url: string, body: RevocationBody) =>
       HttpClientRequest.post(url).pipe(
@@ -239,6 +236,6 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
       yield* depth(n)
       yield* Effect.forkScoped(worker(n))
     }
-    return { revocation, revocationWith }
+    return { revocation, revocationNotice }
   })
 )

@@ -24,6 +24,7 @@ import { type LoopMemory, memoryOf } from "./loopMemory.js"
 import { loopSettingsOf } from "./loopSettings.js"
 import { type AfterWrite, makeLoopWrites, type NotifyEffect } from "./loopWrites.js"
 import { makeQuoteRound } from "./quoteRound.js"
+import { makeLoopWriteBatcher } from "./writeBatch.js"
 import { PushRepo } from "../domain/pushStore/repo.js"
 import { AgentRepo } from "../domain/repo/AgentRepo.js"
 import type { MbPolicyRepo, RuntimePolicyRepo } from "../domain/repo/PolicyRepo.js"
@@ -69,7 +70,8 @@ const make = Effect.gen(function*() {
   const pushes = yield* PushRepo
   const client = yield* AgentClient
   const round = yield* makeQuoteRound(settings)
-  const writes = yield* makeLoopWrites(settings)
+  // one batcher for every loop of this process (their writes share transactions on PostgreSQL)
+  const writes = yield* makeLoopWrites(settings, yield* makeLoopWriteBatcher)
 
   /** Performs one effect; returns the next event, "finish", or undefined to go on with the next effect. */
   const perform = (m: LoopMemory, effect: LoopEffect, notify: NotifyEffect | undefined): Effect.Effect<AfterWrite, LoopStepError> => {
@@ -78,8 +80,12 @@ const make = Effect.gen(function*() {
         return round.fetchAndJudge(m, effect)
       case "DeliverV":
         return round.deliverV(m)
-      case "ScheduleNext":
-        return Effect.as(Effect.sleep(effect.after * 1000), TICK)
+      case "ScheduleNext": {
+        // less the time the last write waited for its batch (loopWrites.ts), so the interval holds
+        const wait = Math.max(0, effect.after * 1000 - m.batchWaitMs)
+        m.batchWaitMs = 0
+        return Effect.as(Effect.sleep(wait), TICK)
+      }
       case "Reload":
         return Effect.map(agents.findView(m.agentId), (view) => {
           if (Option.isNone(view)) return "finish" as const
@@ -163,5 +169,5 @@ const make = Effect.gen(function*() {
 
 export class AgentLoop extends Context.Tag("attest/verifier/AgentLoop")<AgentLoop, AgentLoopShape>() {
   /** The loop over the services in context (AgentClient among them: tests and harnesses swap it). */
-  static readonly layer: Layer.Layer<AgentLoop, never, AgentLoopServices> = Layer.effect(AgentLoop, make)
+  static readonly layer: Layer.Layer<AgentLoop, never, AgentLoopServices> = Layer.scoped(AgentLoop, make)
 }

@@ -22,6 +22,8 @@ export interface LoopMemory {
   compiled: CompiledAgent | undefined
   /** The last judged quote, for PersistVerdict and Notify. */
   judged: { readonly evaluation: Evaluation; readonly receivedAt: number; readonly nonce: string } | undefined
+  /** Milliseconds the last write waited for its batch (writeBatch.ts): the next sleep is that much shorter. */
+  batchWaitMs: number
 }
 
 const priorOf = (view: AgentView): EvaluationState => {
@@ -42,7 +44,8 @@ export const memoryOf = (view: AgentView, epoch: number): LoopMemory => {
     prior,
     state: loopStateOf(view, { pubkeyKnown: prior.nk !== null, imaEntry: prior.ima.nextEntry }),
     compiled: undefined,
-    judged: undefined
+    judged: undefined,
+    batchWaitMs: 0
   }
 }
 

@@ -1,11 +1,13 @@
 /**
  * The pull loop's writes: each through AgentRepo's generation protocol, fenced by the loop's owner
- * epoch, with the revocation notice it causes in the same transaction. A write that loses to an
+ * epoch, with the revocation notice it causes in the same transaction. The row writes go through the
+ * process's LoopWriteBatcher (writeBatch.ts: on PostgreSQL many loops' writes share a transaction,
+ * each with its own won/lost answer). A write that loses to an
  * admin change feeds the machine `Superseded` (it reads the row again); one lost to a newer loop
  * (here or in another process) ends this loop, so two loops never both write.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { nowSeconds } from "../../db/dialect.js"
 import { verdictFactsJson } from "../../ear/verdictFacts.js"
 import { observeFreshness, recordAttestation, setAgentState } from "../../ops/metrics.js"
@@ -14,6 +16,7 @@ import type { VerifierStoreError } from "../domain/errors.js"
 import { encodeEvaluationState } from "../../attestation/evaluate/state.js"
 import type { LoopEffect, LoopEvent } from "./machine.js"
 import { Notifications, type RevocationRequest } from "../domain/notify/Notifications.js"
+import type { LoopWriteBatcher } from "./writeBatch.js"
 import { AgentRepo } from "../domain/repo/AgentRepo.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../domain/repo/PolicyRepo.js"
 import { removeAgentAndOwnPolicies } from "../domain/repo/removeAgent.js"
@@ -36,7 +39,7 @@ export interface LoopWrites {
   readonly removeAgent: (agentId: string) => Effect.Effect<boolean, VerifierStoreError>
 }
 
-export const makeLoopWrites = (settings: LoopSettings) =>
+export const makeLoopWrites = (settings: LoopSettings, batcher: LoopWriteBatcher) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentRepo
@@ -81,9 +84,17 @@ export const makeLoopWrites = (settings: LoopSettings) =>
       return { agent: m.view, kind: notify.kind, event: notify.event, context }
     }
 
-    /** A write, with the notice that follows it in the same transaction when there is one. */
+    /** A write, with the notice that follows it in the same transaction when there is one: whether it won. */
     const withNotice = (m: LoopMemory, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, VerifierStoreError>) =>
-      notify === undefined ? write : notifications.revocationWith(write, revocationOf(m, notify))
+      Effect.gen(function*() {
+        const notice = notify === undefined ? undefined : yield* notifications.revocationNotice(revocationOf(m, notify))
+        const submitted = batcher.batched ? yield* Clock.currentTimeMillis : 0
+        const { won, dropped } = yield* batcher.submit({ agentId: m.agentId, write, notice })
+        // the wait for the batch comes out of the next sleep: batching does not stretch the quote interval
+        if (batcher.batched) m.batchWaitMs = (yield* Clock.currentTimeMillis) - submitted
+        if (won && notice !== undefined) yield* notice.stored(dropped)
+        return won
+      })
 
     const persistVerdict = (m: LoopMemory, effect: Extract<WriteEffect, { _tag: "PersistVerdict" }>, notify: NotifyEffect | undefined) =>
       Effect.gen(function*() {
@@ -125,11 +136,11 @@ export const makeLoopWrites = (settings: LoopSettings) =>
         case "PersistRetry":
           return Effect.gen(function*() {
             yield* Effect.logInfo(`agent not reachable; retry ${effect.retryCount}/${settings.machine.maxRetries} in ${effect.after} s`)
-            const ok = yield* agents.recordRetry(m.agentId, fenceOf(m), {
+            const ok = yield* withNotice(m, undefined, agents.recordRetry(m.agentId, fenceOf(m), {
               operationalState: effect.operationalState,
               retryCount: effect.retryCount,
               nextPollAt: (yield* nowSeconds) + effect.after
-            })
+            }))
             return yield* won(m, ok, effect.operationalState)
           })
         case "PersistFailed":
@@ -139,12 +150,12 @@ export const makeLoopWrites = (settings: LoopSettings) =>
           })
         case "PersistState":
           return Effect.gen(function*() {
-            const ok = yield* agents.setState(m.agentId, fenceOf(m), {
+            const ok = yield* withNotice(m, undefined, agents.setState(m.agentId, fenceOf(m), {
               operationalState: effect.operationalState,
               vDelivered: effect.vDelivered,
               retryCount: effect.retryCount,
               nextPollAt: yield* at(effect.nextPollAfter)
-            })
+            }))
             return yield* won(m, ok, effect.operationalState)
           })
         case "Notify":

@@ -27,10 +27,22 @@ export interface NotificationsShape {
   /** Queues the message for every notifier; never fails (a failure to queue is logged). */
   readonly revocation: (request: RevocationRequest) => Effect.Effect<void>
   /**
-   * `write` (the verdict that causes the message) and the message's rows in one transaction: the
-   * rows are stored only if the write won, and never without it. Whether the write won.
+   * The message's rows, ready to be stored with the verdict that causes it (`store`), and what
+   * follows once they are (`stored`: the workers wake). Nothing is stored yet.
    */
-  readonly revocationWith: <E, R>(write: Effect.Effect<boolean, E, R>, request: RevocationRequest) => Effect.Effect<boolean, E | VerifierStoreError, R>
+  readonly revocationNotice: (request: RevocationRequest) => Effect.Effect<PreparedNotice, VerifierStoreError>
+}
+
+/** A revocation message's rows, stored only with the write that causes them. */
+export interface PreparedNotice {
+  /**
+   * `write` (the verdict or failure that causes the message), then the rows if it won, in one
+   * transaction: the caller's when it runs inside one (a batch of loop writes), else its own. Whether
+   * the write won, and how many older rows a full queue dropped.
+   */
+  readonly store: <E, R>(write: Effect.Effect<boolean, E, R>) => Effect.Effect<{ readonly won: boolean; readonly dropped: number }, E | VerifierStoreError, R>
+  /** After the transaction committed with the rows: warns of what was dropped, wakes the workers. */
+  readonly stored: (dropped: number) => Effect.Effect<void>
 }
 
 export class Notifications extends Context.Tag("attest/verifier/Notifications")<Notifications, NotificationsShape>() {}
