@@ -86,6 +86,13 @@ const clusterDatabase = Effect.acquireRelease(
   (name) => adminStatement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
 )
 
+/** A cluster's database of its own (see clusterDatabase), as the options a verifier is given; dropped with the scope. */
+export const clusterDatabaseOptions = Effect.map(clusterDatabase, (name): DatabaseOptions => {
+  const url = new URL(postgresUrl)
+  url.pathname = `/${name}`
+  return { database_url: withSearchPath(url.toString(), "public"), data_dir: "" }
+})
+
 /** `db` reached through a relay listening on `port` of 127.0.0.1. */
 export const throughPort = (db: DatabaseOptions, port: number): DatabaseOptions => {
   const url = new URL(db.database_url)
@@ -110,10 +117,7 @@ export const clusterOn = (o: {
   Effect.gen(function*() {
     const dir = yield* tempDir("attest-cluster-")
     const ca = yield* makeTestCa(join(dir, "cv_ca"))
-    const name = yield* clusterDatabase
-    const url = new URL(postgresUrl)
-    url.pathname = `/${name}`
-    const db: DatabaseOptions = { database_url: withSearchPath(url.toString(), "public"), data_dir: "" }
+    const db = yield* clusterDatabaseOptions
     const sql = Context.get(yield* Layer.build(Layer.orDie(SqlLive(db, "test"))), SqlClient.SqlClient)
     const admin = verifierAdmin(ca)
     const runnerDb = o.runnerDb === undefined ? db : o.runnerDb(db)

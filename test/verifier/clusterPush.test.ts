@@ -24,7 +24,7 @@ import { makeTestCa, tempDir } from "../agent/support.js"
 import { agentStatus, recordedAgent, verifierAdmin, writeVerifierConfig } from "../faults/support.js"
 import { pushAgentIdentity, simulatedAgent, testPushAgentOptions } from "../push/support.js"
 import { startAttest } from "../support/attestProcess.js"
-import { testDatabase } from "../support/db.js"
+import { clusterDatabaseOptions } from "../support/clusterFleet.js"
 import { needsPostgres } from "../support/requirements.js"
 import { freePort } from "../support/swtpm.js"
 import { agentBody, machinePolicyBase64, waitFor } from "./pollerSupport.js"
@@ -69,7 +69,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: push agents on two runners", () =
     Effect.gen(function*() {
       const dir = yield* tempDir("attest-cluster-push-")
       const ca = yield* makeTestCa(join(dir, "cv_ca"))
-      const db = yield* testDatabase("pg")
+      const db = yield* clusterDatabaseOptions // a database of its own: shard locks are per database
       const admin = verifierAdmin(ca)
       const hook = yield* webhook
       const startRunner = (name: string, env: Readonly<Record<string, string>> = {}) =>

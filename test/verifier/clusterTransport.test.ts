@@ -34,6 +34,7 @@ import { makeTestCa, tempDir } from "../agent/support.js"
 import { writeVerifierConfig } from "../faults/support.js"
 import { startAttest } from "../support/attestProcess.js"
 import { testDatabase } from "../support/db.js"
+import { clusterDatabaseOptions } from "../support/clusterFleet.js"
 import { needsPostgres } from "../support/requirements.js"
 import { freePort } from "../support/swtpm.js"
 
@@ -55,7 +56,7 @@ const pem = (dir: string, file: string) => readFileSync(join(dir, file), "utf8")
 /** Two runners started at the same instant on a fresh database; both must say they listen. */
 const twoRunnersAtOnce = (caDir: string, dir: string, round: number) =>
   Effect.gen(function*() {
-    const db = yield* testDatabase("pg")
+    const db = yield* clusterDatabaseOptions // a database of its own: shard locks are per database
     const start = (name: string) =>
       Effect.gen(function*() {
         const runnerPort = yield* Effect.promise(freshPort)
