@@ -6,16 +6,15 @@
  * polling each agent once both agents pass. PostgreSQL is mandatory in CI (CI=true) and skipped
  * loudly elsewhere.
  */
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startAttest } from "../support/attestProcess.js"
 import { checkVerifiers } from "../../src/cli/up/runners.js"
-import { needsPostgres, postgresUrl } from "../support/requirements.js"
+import { clusterDatabaseOptions } from "../support/clusterFleet.js"
+import { needsPostgres } from "../support/requirements.js"
 
 const pgAvailable = await needsPostgres()
 
@@ -23,22 +22,6 @@ const tempDir = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "attest-up-verifiers-"))),
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
-
-const admin = (statement: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })),
-    Effect.orDie
-  )
-
-/** A database of its own on the test server, dropped with the scope. */
-const ownDatabase = Effect.acquireRelease(
-  Effect.sync(() => `h_upverifiers_${Math.random().toString(36).slice(2, 10)}`).pipe(Effect.tap((name) => admin(`CREATE DATABASE ${name}`))),
-  (name) => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-).pipe(Effect.map((name) => {
-  const url = new URL(postgresUrl)
-  url.pathname = `/${name}`
-  return url.toString()
-}))
 
 describe("attest up --verifiers", () => {
   // the check up runs first, before its data directory or any listener (the module alone: loading
@@ -60,7 +43,7 @@ describe("attest up --verifiers", () => {
     it.live("starts two runners on one database; each agent passes, polled by one of them, and the change lines name it", () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
-        const databaseUrl = yield* ownDatabase
+        const databaseUrl = (yield* clusterDatabaseOptions).database_url // a database of its own: shard locks are per database
         const up = startAttest([
           "up", "--verifiers", "2", "--database-url", databaseUrl, "--agents", "2", "--data-dir", join(dir, "data"),
           "--registrar-port", "0", "--registrar-tls-port", "0", "--verifier-port", "0", "--agent-port", "0",
