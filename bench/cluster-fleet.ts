@@ -9,7 +9,7 @@
  *   1 runner one process with `cluster = true`,
  *   2 runners two processes with `cluster = true` (their CPU summed),
  *   3 runners three processes with `cluster = true`,
- * each on a fresh schema. Per phase, over a window after a warm-up (every agent attested twice): the
+ * each on a fresh database. Per phase, over a window after a warm-up (every agent attested twice): the
  * processes' CPU from /proc per attestation (attestation_count read from the database, so counting
  * costs the verifiers nothing), the agents on schedule (80% of the quotes the window allows), the
  * loop writes and the transactions that stored them per runner (each runner's /metrics:
@@ -21,7 +21,7 @@
  *
  *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
  *   CLUSTER_FLEET_AB=1 npm run bench -- cluster-fleet   (only 1 runner unbatched / batched, alternated twice)
- * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a schema per phase).
+ * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a database per phase).
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -82,15 +82,22 @@ const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | 
     (c) => Effect.promise(() => c.kill("SIGKILL"))
   )
 
-/** A fresh schema on the PostgreSQL server, dropped when the scope closes. */
-const freshSchema = Effect.acquireRelease(
+/**
+ * A fresh database on the PostgreSQL server (its URL), dropped when the scope closes: a database,
+ * not a schema, since the engine's shard locks are advisory locks, which belong to a database.
+ */
+const freshDatabase = Effect.acquireRelease(
   Effect.promise(async () => {
-    const schema = `b_${Math.random().toString(36).slice(2, 10)}`
-    await admin.query(`CREATE SCHEMA ${schema}`)
-    return schema
+    const name = `b_cluster_${Math.random().toString(36).slice(2, 10)}`
+    await admin.query(`CREATE DATABASE ${name}`)
+    return name
   }),
-  (schema) => Effect.promise(() => admin.query(`DROP SCHEMA ${schema} CASCADE`))
-)
+  (name) => Effect.promise(() => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+).pipe(Effect.map((name) => {
+  const url = new URL(postgresUrl)
+  url.pathname = `/${name}`
+  return withSearchPath(url.toString(), "public")
+}))
 
 const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batchWindow?: number) =>
   Effect.gen(function*() {
@@ -147,9 +154,9 @@ const enrol = (url: string, fleet: Fleet) =>
     }
   })
 
-const rowsOf = (schema: string) =>
+const rowsOf = (db: Pg.Pool) =>
   Effect.promise(async () => {
-    const r = await admin.query(`SELECT agent_id, attestation_count, last_received_quote FROM ${schema}.verifier_agents`)
+    const r = await db.query(`SELECT agent_id, attestation_count, last_received_quote FROM verifier_agents`)
     return r.rows.map((row: { agent_id: string; attestation_count: string; last_received_quote: string }) => ({
       id: row.agent_id,
       count: Number(row.attestation_count),
@@ -189,11 +196,11 @@ interface Figure {
 }
 
 /** Warm-up, then the window: CPU of `pids` per attestation and agents on schedule. */
-const measure = (schema: string, processes: ReadonlyArray<Child>) =>
+const measure = (db: Pg.Pool, processes: ReadonlyArray<Child>) =>
   Effect.gen(function*() {
     const from = Date.now()
-    while ((yield* rowsOf(schema)).filter((r) => r.count >= 2).length < AGENTS && Date.now() - from < 180_000) yield* sleep(500)
-    const before = new Map((yield* rowsOf(schema)).map((r) => [r.id, r.count]))
+    while ((yield* rowsOf(db)).filter((r) => r.count >= 2).length < AGENTS && Date.now() - from < 180_000) yield* sleep(500)
+    const before = new Map((yield* rowsOf(db)).map((r) => [r.id, r.count]))
     const pids = processes.map((p) => p.pid)
     const db0 = yield* Effect.forEach(processes, (p) => dbCounters(p.metrics))
     const machine0 = machineCpu()
@@ -208,7 +215,7 @@ const measure = (schema: string, processes: ReadonlyArray<Child>) =>
     const transactions = db1.reduce((s, d, i) => s + d.transactions - db0[i]!.transactions, 0)
     let attestations = 0
     let onSchedule = 0
-    for (const r of yield* rowsOf(schema)) {
+    for (const r of yield* rowsOf(db)) {
       const d = r.count - (before.get(r.id) ?? 0)
       attestations += d
       if (d >= Math.floor((seconds / QUOTE_INTERVAL) * ON_SCHEDULE)) onSchedule++
@@ -224,40 +231,41 @@ const measure = (schema: string, processes: ReadonlyArray<Child>) =>
     } satisfies Figure
   })
 
-/** One phase: `runners` verifier processes (cluster mode unless `single`) on a fresh schema. */
+/** One phase: `runners` verifier processes (cluster mode unless `single`) on a fresh database. */
 const phase = (
   label: string,
   runners: number,
   cluster: boolean,
   fleet: Fleet,
-  after?: (ctx: { schema: string; processes: ReadonlyArray<Child> }) => Effect.Effect<void>,
+  after?: (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) => Effect.Effect<void>,
   batchWindow?: number
 ) =>
   Effect.scoped(Effect.gen(function*() {
-    const schema = yield* freshSchema
-    const url = withSearchPath(postgresUrl, schema)
+    const url = yield* freshDatabase
+    // the phase's own database, read directly (the verifiers are not asked: counting costs them nothing)
+    const db = yield* Effect.acquireRelease(Effect.sync(() => new Pg.Pool({ connectionString: url, max: 1 })), (p) => Effect.promise(() => p.end()))
     const processes = []
     for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow ?? BATCH_WINDOW))
     yield* enrol(processes[0]!.url, fleet)
-    const figure = yield* measure(schema, processes)
+    const figure = yield* measure(db, processes)
     console.log(
       `${label.padEnd(18)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule; ` +
         `per runner ${figure.writesPerS.toFixed(1)} loop writes/s in ${figure.txPerS.toFixed(1)} transactions/s (${figure.txPerAttestation.toFixed(3)} per attestation); ` +
         `machine ${(figure.machineBusy * 100).toFixed(0)}% busy, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`
     )
-    if (after !== undefined) yield* after({ schema, processes })
+    if (after !== undefined) yield* after({ db, processes })
     return figure
   }))
 
 /** kill -9 of the last runner: seconds until every agent has a quote received after it. */
-const failover = (ctx: { schema: string; processes: ReadonlyArray<Child> }) =>
+const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
   Effect.gen(function*() {
     const doomed = ctx.processes[ctx.processes.length - 1]!
     yield* Effect.promise(() => doomed.kill("SIGKILL"))
     const killedAt = Date.now()
     const killedAtS = Math.floor(killedAt / 1000)
     for (;;) {
-      const rows = yield* rowsOf(ctx.schema)
+      const rows = yield* rowsOf(ctx.db)
       if (rows.every((r) => r.lastQuote > killedAtS)) break
       if (Date.now() - killedAt > 300_000) return yield* Effect.dieMessage("agents not attested again within 300 s of the kill")
       yield* sleep(250)
@@ -273,8 +281,7 @@ const main = Effect.gen(function*() {
   console.log(`cluster-fleet: ${AGENTS} agents, quote_interval ${QUOTE_INTERVAL} s, window ${WINDOW_S} s, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`)
   // the CA first (the first verifier generates it), then the fleet that trusts it
   const fleetProcess = yield* Effect.scoped(Effect.gen(function*() {
-    const schema = yield* freshSchema
-    yield* startVerifier("ca", withSearchPath(postgresUrl, schema), false)
+    yield* startVerifier("ca", yield* freshDatabase, false)
   })).pipe(Effect.zipRight(childUntil(["--import", "tsx", "bench/_fleet.ts", String(AGENTS), caDir], (out) => {
     const line = out.split("\n").find((l) => l.startsWith("{"))
     return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as Fleet)
