@@ -54,6 +54,11 @@ describe.each(backends)("push repo on %s", (backend, available) => {
       expect(yield* repo.acceptEvidence(AGENT, 0, "[]", 3)).toEqual(false)
       expect(yield* repo.acceptEvidence(AGENT, 1, "[]", 3)).toEqual(true)
       expect(yield* repo.acceptEvidence(AGENT, 1, "[]", 4)).toEqual(false)
+      // evidence received before the deadline and still being judged (its judge died) met it; evidence after it did not
+      yield* repo.recordOutcome(AGENT, { pass: true, at: 21_000, deadlineAt: 31_000, evaluationState: null, clearFailures: false })
+      expect(yield* repo.expireDeadlines(31_000)).toEqual([])
+      yield* repo.recordOutcome(AGENT, { pass: true, at: 21_000, deadlineAt: 2, evaluationState: null, clearFailures: false })
+      expect(yield* repo.expireDeadlines(31_000)).toEqual([AGENT])
       const sql = yield* SqlClient.SqlClient
       yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${AGENT}`
       expect((yield* sql`SELECT agent_id FROM push_agents`).length + (yield* sql`SELECT agent_id FROM push_attestations`).length).toEqual(0)

@@ -13,6 +13,8 @@
  * deadline ahead. A clock that jumped forward (the wall clock ran ahead of the monotonic one
  * between two looks) is treated like a restart too: deadlines are wall-clock times, so the jump
  * would otherwise pass them all at once; every agent gets one full deadline from the jump.
+ * Evidence received before its deadline meets it even while it waits for its verdict (a runner
+ * that died judging it leaves it to another; repo `expireDeadlines`).
  * An attestation that passes, or an admin reactivation, restores acceptance.
  */
 import { Clock, Duration, Effect, Option, Queue } from "effect"

@@ -117,12 +117,19 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
     const listPushAgents = run("list push agents", sql`SELECT * FROM push_agents`).pipe(
       Effect.flatMap((rows) => Effect.forEach(rows, (r) => Effect.mapError(decodePushAgent(r), storeError("list push agents"))))
     )
-    /** Agents whose deadline passed while accepting: acceptance ends; their ids. */
+    /**
+     * Agents whose deadline passed while accepting: acceptance ends; their ids. Evidence received
+     * before the deadline and still being judged met it (its judge may have died: another judges
+     * it again, and that verdict writes the next deadline), so it keeps its agent accepted.
+     */
     const expireDeadlines = (now: number) =>
       run(
         "expire push deadlines",
         sql<{ agent_id: string }>`UPDATE push_agents SET accept_attestations = 0, updated_at = ${now}
-          WHERE accept_attestations = 1 AND deadline_at IS NOT NULL AND deadline_at <= ${now} RETURNING agent_id`
+          WHERE accept_attestations = 1 AND deadline_at IS NOT NULL AND deadline_at <= ${now}
+            AND NOT EXISTS (SELECT 1 FROM push_attestations a WHERE a.agent_id = push_agents.agent_id
+              AND a.stage = 'evaluating_evidence' AND a.evidence_received_at <= push_agents.deadline_at)
+          RETURNING agent_id`
       ).pipe(Effect.map((rows) => rows.map((r) => String(r.agent_id))))
     /**
      * No deadline lies further ahead than `latest` (now + one full deadline): one that does was
