@@ -5,8 +5,8 @@ import LongestFirst from "./test/support/sequencer.js"
 
 /**
  * Every `effect` / `@effect/*` specifier src/ and test/ import, subpaths included. Each test file
- * runs in a fresh process that loads Effect anew: from its ~1,000 separate ES modules that costs
- * ~1.5 s of CPU a file, from one prebundle ~0.3 s. Every specifier must be in the prebundle: one
+ * runs in a fresh process that loads Effect anew: from its separate ES modules that costs ~1.2 s
+ * of CPU a file (effect alone; @effect/* add more), from one prebundle ~0.4 s. Every specifier must be in the prebundle: one
  * left out would load the unbundled `effect` beside the bundled one (two copies, tags and classes
  * that do not match), so the list is read from the sources rather than kept by hand.
  */
@@ -42,10 +42,13 @@ export default defineConfig({
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     sequence: { sequencer: LongestFirst },
+    // Opt-in (ATTEST_TEST_PREBUNDLE=1) until test/ops/tracing.test.ts passes with it: its "agent's
+    // registration carries its trace" case finds no span it expects (undici left out of the bundle
+    // instead: "(void 0) is not a constructor"); every other file tried passes.
     deps: {
       optimizer: {
         ssr: {
-          enabled: true,
+          enabled: process.env["ATTEST_TEST_PREBUNDLE"] === "1",
           include: effectSpecifiers(),
           // vitest keeps its runner state in its own module; the CommonJS and native-addon packages
           // load as they are (better-sqlite3 finds its addon from __filename, msgpackr's own
