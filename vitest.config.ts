@@ -6,9 +6,9 @@ import LongestFirst from "./test/support/sequencer.js"
 /**
  * Every `effect` / `@effect/*` specifier src/ and test/ import, subpaths included. Each test file
  * runs in a fresh process that loads Effect anew: from its separate ES modules that costs ~1.2 s
- * of CPU a file (effect alone; @effect/* add more), from one prebundle ~0.4 s. Every specifier must be in the prebundle: one
- * left out would load the unbundled `effect` beside the bundled one (two copies, tags and classes
- * that do not match), so the list is read from the sources rather than kept by hand.
+ * of CPU a file (effect alone; @effect/* add more), from one prebundle ~0.4 s. Every specifier
+ * must be in the prebundle: one left out would load the unbundled `effect` beside the bundled one
+ * (two copies, tags and classes that do not match), so the list is read from the sources.
  */
 const effectSpecifiers = (): Array<string> => {
   const found = new Set<string>(["effect", "@effect/vitest"])
