@@ -6,6 +6,7 @@
  * busy machine), from the IMA offset reached before (never entry 0 again); the push agent is never
  * TIMEOUT or FAIL (the restart grace); and no verdict is counted twice (the verifier's attestation
  * counts never exceed the quotes the agents answered, or the evidence the push agent had accepted).
+ * Two rounds a backend; ATTEST_FAULT_ROUNDS=<n> runs more.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -21,11 +22,11 @@ import { freePort } from "../support/swtpm.js"
 import { pushAgentIdentity, simulatedAgent, testPushAgentOptions } from "../push/support.js"
 import { agentBody, machinePolicyBase64, waitFor as waitUntil } from "../verifier/pollerSupport.js"
 import { backends } from "../verifier/support.js"
-import { agentStatus, faultSeed, recordedAgent, seededRandom, verifierAdmin, writeVerifierConfig } from "./support.js"
+import { agentStatus, faultRounds, faultSeed, recordedAgent, seededRandom, verifierAdmin, writeVerifierConfig } from "./support.js"
 
 const LISTENING = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/
 const QUOTE_INTERVAL = 1
-const ROUNDS = 3
+const ROUNDS = faultRounds(2)
 const PUSH_ID = "d432fbb3-d2f1-4a97-9ef7-75bd81c0dead"
 /** What the machines run between rounds, allowed by their runtime policy. */
 const tools = Array.from({ length: ROUNDS }, (_, i) => ({ path: `/usr/bin/tool-${i + 1}`, content: `tool ${i + 1}` }))

@@ -67,6 +67,19 @@ export const faultSeed = (): number => {
 }
 
 /**
+ * How many kill/restart rounds a fault suite runs: ATTEST_FAULT_ROUNDS when set (a longer soak),
+ * else `fallback`. Each round is the same check at another random point; two already cover a
+ * restart after a restart, more only add samples, at a restart of a real process each.
+ */
+export const faultRounds = (fallback: number): number => {
+  const raw = process.env["ATTEST_FAULT_ROUNDS"]
+  if (raw === undefined || raw === "") return fallback
+  const given = Number(raw)
+  if (!Number.isInteger(given) || given < 1) throw new Error(`ATTEST_FAULT_ROUNDS=${raw}: must be a whole number of rounds, 1 or more`)
+  return given
+}
+
+/**
  * An `attest verifier` configuration file in `dir` (`<name>.toml`, default attest.toml): its CA, the
  * database given, a fixed port, no notifiers unless `extra` lines say otherwise.
  */
