@@ -42,13 +42,12 @@ export default defineConfig({
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     sequence: { sequencer: LongestFirst },
-    // Opt-in (ATTEST_TEST_PREBUNDLE=1) until test/ops/tracing.test.ts passes with it: its "agent's
-    // registration carries its trace" case finds no span it expects (undici left out of the bundle
-    // instead: "(void 0) is not a constructor"); every other file tried passes.
+    // ATTEST_TEST_PREBUNDLE=0 loads Effect from its separate modules instead (to rule the prebundle
+    // out when a failure looks like two copies of a module)
     deps: {
       optimizer: {
         ssr: {
-          enabled: process.env["ATTEST_TEST_PREBUNDLE"] === "1",
+          enabled: process.env["ATTEST_TEST_PREBUNDLE"] !== "0",
           include: effectSpecifiers(),
           // vitest keeps its runner state in its own module; the CommonJS and native-addon packages
           // load as they are (better-sqlite3 finds its addon from __filename, msgpackr's own
