@@ -33,8 +33,10 @@ import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
+import { AuthorizationProvider } from "./authorization.js"
 import { answerClientErrors } from "./clientError.js"
 import { envelopeUndeclared } from "./envelope.js"
+import { type FixedRoute, fixedRouteOf, fixedRoutesApp, fixedRouteTable } from "./fixedRoutes.js"
 import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
@@ -117,6 +119,12 @@ export interface HttpServersOptions extends Omit<PlatformOptions, "maxBodyBytes"
   /** Default DEFAULT_MAX_BODY_BYTES (1 MiB). */
   readonly maxBodyBytes?: number
   readonly listeners: ReadonlyArray<ListenerSpec>
+  /**
+   * Public GET routes with a constant answer (`/version`), served in front of the platform and the
+   * router (fixedRoutes.ts) with the AuthorizationProvider in context; the router still serves them
+   * when an exporting tracer is in place.
+   */
+  readonly fixedRoutes?: ReadonlyArray<FixedRoute>
 }
 
 export interface BoundListener {
@@ -154,11 +162,19 @@ export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
   ReadonlyMap<string, BoundListener>
 >() {}
 
-const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>) =>
+/** Effect's own tracer: its spans go nowhere (an exporter replaces it: src/ops/Tracing.ts). */
+const nativeTracer = Effect.runSync(Effect.tracer)
+
+const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>, fixedRoutes: ReadonlyArray<FixedRoute> = []) =>
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
     const fronts = yield* Effect.serviceOption(FrontApps)
     const timeouts = yield* ListenerTimeouts
+    const provider = yield* Effect.serviceOption(AuthorizationProvider)
+    // with an exporter every request keeps its server span, so the router answers fixed routes too
+    const fixed = fixedRoutes.length > 0 && Option.isSome(provider) && (yield* Effect.tracer) === nativeTracer
+      ? fixedRouteTable(fixedRoutes)
+      : undefined
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
       const node = nodeServer(l.tls === undefined ? { timeouts } : { tls: l.tls, timeouts })
@@ -167,13 +183,13 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
       const platformApp = platformMiddleware(options, listener)(app)
       const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
-      if (front === undefined) yield* server.serve(platformApp)
-      else {
-        const untraced = front.untraced
-        const serving = server.serve(front.app(platformApp))
-        // the server takes its runtime (and the tracer's switch in it) from where serve() runs
-        yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
-      }
+      const fronted = front === undefined ? platformApp : front.app(platformApp)
+      const served = fixed === undefined || Option.isNone(provider) ? fronted : fixedRoutesApp(fixed, listener, provider.value)(fronted)
+      const untraced = (request: HttpServerRequest.HttpServerRequest) =>
+        (fixed !== undefined && fixedRouteOf(fixed, request) !== undefined) || (front?.untraced !== undefined && front.untraced(request))
+      const serving = server.serve(served)
+      // the server takes its runtime (and the tracer's switch in it) from where serve() runs
+      yield* fixed === undefined && front?.untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
       const address = node.address() as AddressInfo
       const url = `${l.tls === undefined ? "http" : "https"}://${formatAddress(address.address, address.port)}`
       bound.set(l.name, { name: l.name, host: address.address, port: address.port, tls: l.tls !== undefined, url })
@@ -197,7 +213,8 @@ export const HttpServers = {
       Effect.flatMap(ServerTls, (tls) =>
         bindAll(
           { ...options, maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES },
-          options.listeners.map(({ tls: secure, ...l }) => secure ? { ...l, tls: { key: tls.key, cert: tls.cert, clientCa: tls.clientCa } } : l)
+          options.listeners.map(({ tls: secure, ...l }) => secure ? { ...l, tls: { key: tls.key, cert: tls.cert, clientCa: tls.clientCa } } : l),
+          options.fixedRoutes
         ))
     )),
 
