@@ -36,7 +36,7 @@ import type { AddressInfo } from "node:net"
 import { AuthorizationProvider } from "./authorization.js"
 import { answerClientErrors } from "./clientError.js"
 import { envelopeUndeclared } from "./envelope.js"
-import { type FixedRoute, fixedRouteOf, fixedRoutesApp, fixedRouteTable } from "./fixedRoutes.js"
+import { answerFixedRoutesFirst, type FixedRoute } from "./fixedRoutes.js"
 import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
@@ -172,9 +172,8 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
     const timeouts = yield* ListenerTimeouts
     const provider = yield* Effect.serviceOption(AuthorizationProvider)
     // with an exporter every request keeps its server span, so the router answers fixed routes too
-    const fixed = fixedRoutes.length > 0 && Option.isSome(provider) && (yield* Effect.tracer) === nativeTracer
-      ? fixedRouteTable(fixedRoutes)
-      : undefined
+    const fixed = fixedRoutes.length > 0 && (yield* Effect.tracer) === nativeTracer ? Option.getOrUndefined(provider) : undefined
+    const runtime = yield* Effect.runtime<never>()
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
       const node = nodeServer(l.tls === undefined ? { timeouts } : { tls: l.tls, timeouts })
@@ -183,13 +182,17 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
       const platformApp = platformMiddleware(options, listener)(app)
       const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
-      const fronted = front === undefined ? platformApp : front.app(platformApp)
-      const served = fixed === undefined || Option.isNone(provider) ? fronted : fixedRoutesApp(fixed, listener, provider.value)(fronted)
-      const untraced = (request: HttpServerRequest.HttpServerRequest) =>
-        (fixed !== undefined && fixedRouteOf(fixed, request) !== undefined) || (front?.untraced !== undefined && front.untraced(request))
-      const serving = server.serve(served)
-      // the server takes its runtime (and the tracer's switch in it) from where serve() runs
-      yield* fixed === undefined && front?.untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      if (front === undefined) yield* server.serve(platformApp)
+      else {
+        const untraced = front.untraced
+        const serving = server.serve(front.app(platformApp))
+        // the server takes its runtime (and the tracer's switch in it) from where serve() runs
+        yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      }
+      if (fixed !== undefined) {
+        const restore = answerFixedRoutesFirst(node, fixedRoutes, listener, fixed, runtime)
+        yield* Effect.addFinalizer(() => Effect.sync(restore))
+      }
       const address = node.address() as AddressInfo
       const url = `${l.tls === undefined ? "http" : "https"}://${formatAddress(address.address, address.port)}`
       bound.set(l.name, { name: l.name, host: address.address, port: address.port, tls: l.tls !== undefined, url })

@@ -1,10 +1,12 @@
 /**
  * Public GET routes whose answer never changes (`/version`: the versions a server serves), answered
- * by an HttpApp in front of the platform and the router (HttpServers.ts): the envelope's bytes are
- * made once at start-up and written straight to node's response. Through the platform, the router,
- * the authorization middleware and the schema encoder, GET /version cost the server 3–4× a bare
- * node:https server's CPU for the same answer (bench/server-request.ts); here it is the request's
- * own fiber and little more.
+ * by node's request listener before platform-node's (HttpServers.ts): the envelope is made once at
+ * start-up and written to node's response. Through a fiber per request, the platform, the router,
+ * the authorization middleware and the schema encoder, GET /version cost the server 4–6× a bare
+ * node:https server's CPU for the same answer (bench/server-request.ts); as an HttpApp in front of
+ * the platform still 2.5× (the fiber, its scope and contexts, the server span's switch). This is a
+ * seam outside Effect's HttpApp on purpose, for these routes only: they read nothing and their
+ * answer is a constant.
  *
  * What the router's answer has, this one has too: the same bytes and headers (a test compares
  * them), the provider asked for the route's public action, and the request counted in the metrics
@@ -12,9 +14,8 @@
  * method, a query string, a body, a version prefix, any other path. With an exporting tracer the
  * router serves them all, so each request keeps its server span (HttpServers.ts).
  */
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Effect } from "effect"
+import { type Effect, Exit, Runtime } from "effect"
+import type * as http from "node:http"
 import { unsafeRecordHttpRequest } from "../ops/metrics.js"
 import type { AuthorizationProviderShape } from "./authorization.js"
 import { hasBody } from "./body.js"
@@ -31,18 +32,21 @@ export interface FixedRoute {
 
 interface Prepared {
   readonly route: FixedRoute
-  readonly body: Uint8Array
+  /** A string, not bytes: node then sends the head and the body in one write (a Buffer is a second one). */
+  readonly body: string
   readonly headers: Readonly<Record<string, string>>
 }
 
+const ANONYMOUS = { _tag: "Anonymous", reason: "public operation: caller not identified" } as const
+
 const prepare = (route: FixedRoute): Prepared => {
   // the envelope as envelope.ts writes it, serialized once
-  const body = new TextEncoder().encode(JSON.stringify({ code: 200, status: "Success", results: route.results }))
-  return { route, body, headers: { "content-type": "application/json", "content-length": String(body.length) } }
+  const body = JSON.stringify({ code: 200, status: "Success", results: route.results })
+  return { route, body, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) } }
 }
 
 /** The fixed routes by request target (`/version` and `/version/`, as the platform normalises it). */
-export const fixedRouteTable = (routes: ReadonlyArray<FixedRoute>): ReadonlyMap<string, Prepared> => {
+const fixedRouteTable = (routes: ReadonlyArray<FixedRoute>): ReadonlyMap<string, Prepared> => {
   const table = new Map<string, Prepared>()
   for (const route of routes) {
     const prepared = prepare(route)
@@ -52,30 +56,38 @@ export const fixedRouteTable = (routes: ReadonlyArray<FixedRoute>): ReadonlyMap<
   return table
 }
 
-/** The request this front app answers itself, or undefined (the platform's). */
-export const fixedRouteOf = (table: ReadonlyMap<string, Prepared>, request: HttpServerRequest.HttpServerRequest): Prepared | undefined =>
-  request.method === "GET" && !hasBody(request) ? table.get(request.url) : undefined
-
 /**
- * The front app of one listener: a fixed route's answer, or `next`. A provider that refuses the
- * public action leaves the request to the router, which answers the refusal as it always has.
+ * Puts a listener for the fixed routes in front of the `request` listeners `node` has (the one
+ * platform-node's serve() added): a fixed route is answered there, every other request goes on to
+ * them. The returned function puts them back (before serve()'s finalizer removes its own). A
+ * provider that refuses the public action leaves the request to the router, which answers the
+ * refusal as it always has.
  */
-export const fixedRoutesApp = (table: ReadonlyMap<string, Prepared>, listener: Listener, provider: AuthorizationProviderShape) =>
-<E, R>(next: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
-  Effect.withFiberRuntime((fiber) => {
-    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-    const fixed = fixedRouteOf(table, request)
-    if (fixed === undefined) return next
+export const answerFixedRoutesFirst = (
+  node: http.Server,
+  routes: ReadonlyArray<FixedRoute>,
+  listener: Listener,
+  provider: AuthorizationProviderShape,
+  runtime: Runtime.Runtime<never>
+): () => void => {
+  const table = fixedRouteTable(routes)
+  const runSync = Runtime.runSyncExit(runtime)
+  const allowed = (route: FixedRoute) => Exit.isSuccess(runSync(provider.authorize({ action: route.action, operationClass: "public", identity: ANONYMOUS }) as Effect.Effect<void, unknown>))
+  const handlers = node.listeners("request") as ReadonlyArray<(req: http.IncomingMessage, res: http.ServerResponse) => void>
+  const front = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const started = process.hrtime.bigint()
-    const anonymous = { _tag: "Anonymous", reason: "public operation: caller not identified" } as const
-    return Effect.matchEffect(provider.authorize({ action: fixed.route.action, operationClass: "public", identity: anonymous }), {
-      onFailure: () => next,
-      onSuccess: () => {
-        // written here, synchronously: platform-node's writer would wait for the flush on a fiber
-        // resumed by node's callback, as much CPU as the rest of this answer (it sees the response ended)
-        NodeHttpServerRequest.toServerResponse(request).writeHead(200, fixed.headers).end(fixed.body)
-        unsafeRecordHttpRequest(listener.name, "GET", fixed.route.path, 200, Number(process.hrtime.bigint() - started) / 1e9)
-        return Effect.succeed(HttpServerResponse.uint8Array(fixed.body, { status: 200, contentType: "application/json" }))
-      }
-    })
-  })
+    const fixed = req.method === "GET" && !hasBody(req) ? table.get(req.url ?? "") : undefined
+    if (fixed !== undefined && allowed(fixed.route)) {
+      res.writeHead(200, fixed.headers).end(fixed.body)
+      unsafeRecordHttpRequest(listener.name, "GET", fixed.route.path, 200, Number(process.hrtime.bigint() - started) / 1e9)
+      return
+    }
+    for (const handler of handlers) handler.call(node, req, res)
+  }
+  node.removeAllListeners("request")
+  node.on("request", front)
+  return () => {
+    node.off("request", front)
+    for (const handler of handlers) node.on("request", handler)
+  }
+}
