@@ -4,7 +4,8 @@
  * and keep-alive (src/http/timeouts.ts: ListenerTimeouts in context, or its defaults), and a ListenError
  * naming the address when a port cannot be bound; and the HttpApi in context served on each of
  * them behind the request platform (src/http/platform.ts: body and JSON-depth limits, versions,
- * envelope, Retry-After).
+ * envelope, Retry-After); constant public answers (`fixedRoutes`: GET /version) in front of it all
+ * (src/http/fixedRoutes.ts).
  *
  *   - `HttpServers.layer(options)`: listeners with `tls: true` use the ServerTls in context
  *     (src/http/Tls.ts) and ask clients for a certificate from its trusted CAs; the others are plain
