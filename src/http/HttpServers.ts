@@ -4,7 +4,8 @@
  * and keep-alive (src/http/timeouts.ts: ListenerTimeouts in context, or its defaults), and a ListenError
  * naming the address when a port cannot be bound; and the HttpApi in context served on each of
  * them behind the request platform (src/http/platform.ts: body and JSON-depth limits, versions,
- * envelope, Retry-After).
+ * envelope, Retry-After); constant public answers (`fixedRoutes`: GET /version) in front of it all
+ * (src/http/fixedRoutes.ts).
  *
  *   - `HttpServers.layer(options)`: listeners with `tls: true` use the ServerTls in context
  *     (src/http/Tls.ts) and ask clients for a certificate from its trusted CAs; the others are plain
@@ -33,8 +34,10 @@ import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
+import { AuthorizationProvider } from "./authorization.js"
 import { answerClientErrors } from "./clientError.js"
 import { envelopeUndeclared } from "./envelope.js"
+import { answerFixedRoutesFirst, type FixedRoute } from "./fixedRoutes.js"
 import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
@@ -117,6 +120,12 @@ export interface HttpServersOptions extends Omit<PlatformOptions, "maxBodyBytes"
   /** Default DEFAULT_MAX_BODY_BYTES (1 MiB). */
   readonly maxBodyBytes?: number
   readonly listeners: ReadonlyArray<ListenerSpec>
+  /**
+   * Public GET routes with a constant answer (`/version`), served in front of the platform and the
+   * router (fixedRoutes.ts) with the AuthorizationProvider in context; the router still serves them
+   * when an exporting tracer is in place.
+   */
+  readonly fixedRoutes?: ReadonlyArray<FixedRoute>
 }
 
 export interface BoundListener {
@@ -154,11 +163,18 @@ export class BoundListeners extends Context.Tag("attest/http/BoundListeners")<
   ReadonlyMap<string, BoundListener>
 >() {}
 
-const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>) =>
+/** Effect's own tracer: its spans go nowhere (an exporter replaces it: src/ops/Tracing.ts). */
+const nativeTracer = Effect.runSync(Effect.tracer)
+
+const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>, fixedRoutes: ReadonlyArray<FixedRoute> = []) =>
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
     const fronts = yield* Effect.serviceOption(FrontApps)
     const timeouts = yield* ListenerTimeouts
+    const provider = yield* Effect.serviceOption(AuthorizationProvider)
+    // with an exporter every request keeps its server span, so the router answers fixed routes too
+    const fixed = fixedRoutes.length > 0 && (yield* Effect.tracer) === nativeTracer ? Option.getOrUndefined(provider) : undefined
+    const runtime = yield* Effect.runtime<never>()
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
       const node = nodeServer(l.tls === undefined ? { timeouts } : { tls: l.tls, timeouts })
@@ -173,6 +189,10 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
         const serving = server.serve(front.app(platformApp))
         // the server takes its runtime (and the tracer's switch in it) from where serve() runs
         yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      }
+      if (fixed !== undefined) {
+        const restore = answerFixedRoutesFirst(node, fixedRoutes, listener, fixed, runtime)
+        yield* Effect.addFinalizer(() => Effect.sync(restore))
       }
       const address = node.address() as AddressInfo
       const url = `${l.tls === undefined ? "http" : "https"}://${formatAddress(address.address, address.port)}`
@@ -197,7 +217,8 @@ export const HttpServers = {
       Effect.flatMap(ServerTls, (tls) =>
         bindAll(
           { ...options, maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES },
-          options.listeners.map(({ tls: secure, ...l }) => secure ? { ...l, tls: { key: tls.key, cert: tls.cert, clientCa: tls.clientCa } } : l)
+          options.listeners.map(({ tls: secure, ...l }) => secure ? { ...l, tls: { key: tls.key, cert: tls.cert, clientCa: tls.clientCa } } : l),
+          options.fixedRoutes
         ))
     )),
 

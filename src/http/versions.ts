@@ -31,6 +31,9 @@ export interface VersionSet {
   readonly current: string
 }
 
+/** The `results` of GET /version: what the handlers answer and the fixed route's envelope holds (fixedRoutes.ts). */
+export const versionInfo = (set: VersionSet) => ({ current_version: set.current, supported_versions: set.supported })
+
 /** API 2.0 … 2.5 of the spec plus 2.6, which current Keylime clients send. */
 export const V2_VERSIONS: VersionSet = {
   supported: ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"],

@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Match, Option } from "effect"
 import { BadRequest, Forbidden, InternalError, NotFound, ServiceUnavailable } from "../../schemas/Envelope.js"
 import { authorize } from "../http/authorization.js"
-import type { VersionSet } from "../http/versions.js"
+import { versionInfo, type VersionSet } from "../http/versions.js"
 import { RegistrarApi, RegistrarText } from "./Api.js"
 import type { RegistrarError } from "./errors.js"
 import { Registrar } from "./Registrar.js"
@@ -51,7 +51,7 @@ export const RegistrarHttpLive = (versions: VersionSet) =>
       return handlers
         .handle("version", () =>
           authorize("get_version", "public").pipe(
-            Effect.as({ current_version: versions.current, supported_versions: versions.supported })
+            Effect.as(versionInfo(versions))
           ))
         .handle("list", () => authorize("list_registrations", "admin").pipe(Effect.zipRight(answer(registrar.list()))))
         .handle("show", ({ path }) =>

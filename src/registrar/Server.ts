@@ -9,7 +9,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
 import { HttpServers } from "../http/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
-import { V2_VERSIONS } from "../http/versions.js"
+import { V2_VERSIONS, versionInfo } from "../http/versions.js"
 import { REGISTRAR_UNVERSIONED, registrarDocument } from "./openapi.js"
 import { serveOpenApi } from "../http/openapi.js"
 import type { TrustStore } from "../pki/chain.js"
@@ -47,6 +47,12 @@ export const RegistrarServerLive = (options: RegistrarServerOptions) => {
     listeners: [
       { name: "registrar-http", host: options.host, port: options.port, tls: false },
       { name: "registrar-https", host: options.host, port: options.tlsPort, tls: true }
-    ]
-  }).pipe(Layer.provide(api), Layer.provide(serveOpenApi(registrarDocument)))
+    ],
+    // GET /version without the router (http/fixedRoutes.ts)
+    fixedRoutes: [{ path: "/version", action: "get_version", results: versionInfo(V2_VERSIONS) }]
+  }).pipe(
+    Layer.provide(api),
+    Layer.provide(serveOpenApi(registrarDocument)),
+    Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple"))
+  )
 }

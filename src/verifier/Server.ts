@@ -12,7 +12,7 @@ import { HttpServers } from "../http/HttpServers.js"
 import { AuthorizationProviderLive } from "../http/authorization.js"
 import { DEFAULT_MAX_BODY_BYTES } from "../http/platform.js"
 import { routesOf, serveMethodNotAllowed } from "../http/routes.js"
-import { V2_VERSIONS, VERIFIER_VERSIONS } from "../http/versions.js"
+import { V2_VERSIONS, VERIFIER_VERSIONS, versionInfo } from "../http/versions.js"
 import { verifierDocument } from "./http/openapi.js"
 import { serveOpenApi } from "../http/openapi.js"
 import { AgentAdmin } from "./domain/AgentAdmin.js"
@@ -90,9 +90,15 @@ export const VerifierServerLive = (options: VerifierServerOptions) => {
     // verify_evidence_max_body_size (Http.ts)
     ownBody: (method, path) => method === "POST" && path === "/verify/evidence",
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-    listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }]
+    listeners: [{ name: VERIFIER_LISTENER, host: options.host, port: options.port, tls: true }],
+    // the version group's answers, without the router (http/fixedRoutes.ts)
+    fixedRoutes: [
+      { path: "/version", action: "get_version", results: versionInfo(V2_VERSIONS) },
+      { path: "/versions", action: "get_version", results: versionInfo(V2_VERSIONS) }
+    ]
   }).pipe(
     Layer.provide(api),
+    Layer.provide(AuthorizationProviderLive(options.authorizationProvider ?? "simple")),
     Layer.provide(serveOpenApi(verifierDocument)),
     Layer.provide(serveEarJwks),
     // v2 routes only: the push model's /v3 routes answer in JSON:API

@@ -10,7 +10,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either, FiberRef, Schedule } from "effect"
 import { BadRequest, StatusText } from "../../../../schemas/Envelope.js"
 import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../../../db/transient.js"
-import { currentApiVersion, type VersionSet } from "../../../http/versions.js"
+import { currentApiVersion, versionInfo, type VersionSet } from "../../../http/versions.js"
 import { version as attestVersion } from "../../../ops/version.js"
 import { VerifierConfig } from "../../../config/services.js"
 import type { EarVerdict } from "../../../ear/appraisal.js"
@@ -55,7 +55,7 @@ export const jsonBody = (request: HttpServerRequest.HttpServerRequest): Effect.E
 
 export const VerifierVersionHttpLive = (versions: VersionSet) =>
   HttpApiBuilder.group(VerifierApi, "version", (handlers) => {
-    const info = Effect.succeed({ current_version: versions.current, supported_versions: versions.supported })
+    const info = Effect.succeed(versionInfo(versions))
     return handlers.handle("version", () => info).handle("versions", () => info)
   })
 
