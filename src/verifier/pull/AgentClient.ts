@@ -233,20 +233,20 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
         return entry
       })
 
-    /** The quote: one undici request and one schema decode (the hot path of every cycle). */
+    /** The quote: one undici request and one schema decode (the hot path of every cycle); its pool is looked up when called. */
     const fastQuote = (t: AgentTarget, r: QuoteRequest) => {
       const known = current(t)
       const request = known !== undefined
         ? requestQuote(known.dispatcher, known.origin, known.basePath, r, timeoutMs)
         : Effect.flatMap(makeEntry(t), (e) => requestQuote(e.dispatcher, e.origin, e.basePath, r, timeoutMs))
       return request.pipe(
-          Effect.catchAll((c) =>
-            Effect.zipRight(
-              recordAgentRequestError(c.kind),
-              Effect.fail(new AgentRequestFailed({ agentId: t.agentId, operation: "quote", kind: c.kind, status: c.status, reason: c.reason }))
-            )
+        Effect.catchAll((c) =>
+          Effect.zipRight(
+            recordAgentRequestError(c.kind),
+            Effect.fail(new AgentRequestFailed({ agentId: t.agentId, operation: "quote", kind: c.kind, status: c.status, reason: c.reason }))
           )
         )
+      )
     }
 
     const call = <A>(t: AgentTarget, operation: AgentRequestFailed["operation"], f: (c: AgentApiClient) => Effect.Effect<A, unknown>) =>

@@ -85,8 +85,10 @@ export const makeLoopWrites = (settings: LoopSettings, batcher: LoopWriteBatcher
     }
 
     /** A write, with the notice that follows it in the same transaction when there is one: whether it won. */
-    const withNotice = (m: LoopMemory, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, VerifierStoreError>) =>
-      Effect.gen(function*() {
+    const withNotice = (m: LoopMemory, notify: NotifyEffect | undefined, write: Effect.Effect<boolean, VerifierStoreError>) => {
+      // the common case (no notice, writes not batched): the write alone, no generator around it
+      if (notify === undefined && !batcher.batched) return Effect.map(batcher.submit({ agentId: m.agentId, write }), (r) => r.won)
+      return Effect.gen(function*() {
         const notice = notify === undefined ? undefined : yield* notifications.revocationNotice(revocationOf(m, notify))
         const submitted = batcher.batched ? yield* Clock.currentTimeMillis : 0
         const { won, dropped } = yield* batcher.submit({ agentId: m.agentId, write, notice })
@@ -95,6 +97,7 @@ export const makeLoopWrites = (settings: LoopSettings, batcher: LoopWriteBatcher
         if (won && notice !== undefined) yield* notice.stored(dropped)
         return won
       })
+    }
 
     const persistVerdict = (m: LoopMemory, effect: Extract<WriteEffect, { _tag: "PersistVerdict" }>, notify: NotifyEffect | undefined) =>
       Effect.gen(function*() {
