@@ -10,6 +10,18 @@ export const cpuMs = (pid: number): number => {
   const f = fieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"))
   return ms(f[11]) + ms(f[12])
 }
+/** User + system CPU ms of `pid`'s live threads in nanoseconds' resolution (/proc/<pid>/task/<tid>/schedstat): an idle process's few ms per second, which clock ticks cannot tell apart. */
+export const preciseCpuMs = (pid: number): number => {
+  let ns = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0])
+    } catch {
+      // the thread ended
+    }
+  }
+  return ns / 1e6
+}
 /** Kernel (system) CPU ms of `pid`: syscalls, TLS sockets, SQLite's writes and syncs. */
 export const sysMs = (pid: number): number => ms(fieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"))[12])
 /** CPU ms of each thread of `pid` by name ("main" for the main thread): where the CPU goes (V8's GC and compiler threads are "node"). */

@@ -73,7 +73,14 @@ export interface PullReading {
  * verifiers are measured over the same window on the same (possibly busy) machine: `warm` waits
  * until every pull agent attested twice, `begin` and `end` read the window's ends.
  */
-export const startPull = (o: { readonly agents: number; readonly dir: string; readonly caDir: string; readonly extraConfig?: ReadonlyArray<string> }) =>
+export const startPull = (o: {
+  readonly agents: number
+  readonly dir: string
+  readonly caDir: string
+  readonly extraConfig?: ReadonlyArray<string>
+  /** Runs with the verifier and the fleet up, before the policy and the agents are added (bench/verifier-fleet.ts: idle CPU, the floor). */
+  readonly beforeEnrol?: (started: { readonly pid: number; readonly fleet: { readonly agents: ReadonlyArray<{ readonly port: number }>; readonly cert: string } }) => Effect.Effect<void>
+}) =>
   Effect.gen(function*() {
     const dataDir = join(o.dir, "pull-data")
     const config = join(o.dir, "pull.toml")
@@ -92,6 +99,7 @@ export const startPull = (o: { readonly agents: number; readonly dir: string; re
     const send = (method: string, path: string, body: unknown) =>
       rawRequest({ method, baseUrl: url, path, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
 
+    if (o.beforeEnrol !== undefined) yield* o.beforeEnrol({ pid: verifier.pid, fleet: fleet.value })
     const policy = JSON.stringify(fleetRuntimePolicy())
     const added = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(policy).toString("base64") })
     if (added.status !== 201 && added.status !== 200) return yield* Effect.dieMessage(`pull policy: ${added.status} ${added.body}`)

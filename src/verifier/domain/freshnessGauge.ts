@@ -19,6 +19,8 @@ export const FreshnessGaugeLive = Layer.scopedDiscard(
       Effect.flatMap((oldest) => setOldestVerifiedQuote(Option.getOrUndefined(oldest))),
       Effect.catchAllCause((cause) => Effect.logDebug("oldest verified quote not read", cause))
     )
-    yield* Effect.forkScoped(Effect.repeat(read, Schedule.spaced(READ_EVERY)))
+    // no spans: a gauge's read every few seconds is an idle verifier's most frequent work, and its
+    // spans (the repository's, the statement's) cost more than the read itself
+    yield* Effect.forkScoped(Effect.repeat(read, Schedule.spaced(READ_EVERY)).pipe(Effect.withTracerEnabled(false)))
   })
 ).pipe(Layer.provide(FleetRepo.Default))

@@ -67,12 +67,23 @@ export class AgentClient extends Context.Tag("attest/verifier/AgentClient")<Agen
 
 const NONCE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
+// the CSPRNG is asked for a pool of nonces at a time (one call per nonce was ~1.5% of a cycle)
+const NONCE_LENGTH = 20
+const noncePool = new Uint8Array(NONCE_LENGTH * 64)
+let noncePoolAt = noncePool.length
+
 /** A fresh 20-character nonce of letters and digits (Keylime's TPM nonce), from the CSPRNG. */
 export const newNonce = (): string => {
-  const bytes = crypto.randomBytes(20)
+  if (noncePoolAt + NONCE_LENGTH > noncePool.length) {
+    crypto.randomFillSync(noncePool)
+    noncePoolAt = 0
+  }
   let out = ""
   // 256 % 62 bias is irrelevant for a freshness nonce; the alphabet is what agents accept
-  for (const b of bytes) out += NONCE_ALPHABET[b % NONCE_ALPHABET.length]
+  for (let i = noncePoolAt; i < noncePoolAt + NONCE_LENGTH; i++) out += NONCE_ALPHABET[noncePool[i]! % NONCE_ALPHABET.length]
+  // each byte is used once: the next nonce shares nothing with this one
+  noncePool.fill(0, noncePoolAt, noncePoolAt + NONCE_LENGTH)
+  noncePoolAt += NONCE_LENGTH
   return out
 }
 
@@ -103,7 +114,10 @@ type AgentApiClient = Effect.Effect.Success<ReturnType<typeof makeApiClient>>
 
 interface Entry {
   /** Address, version and trust the client was made for: a change makes a new one. */
-  readonly key: string
+  readonly ip: string
+  readonly port: number
+  readonly apiVersion: string
+  readonly trust: string | null
   readonly origin: string
   readonly basePath: string
   readonly dispatcher: Undici.Dispatcher
@@ -173,7 +187,7 @@ const makeContexts = (tls: VerifierClientTlsShape) => {
 }
 
 /** The live client: one pool per agent, closed on release and when the layer closes. */
-export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSeconds: number) =>
+export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSeconds: number, traced = true) =>
   Effect.gen(function*() {
     const entries = new Map<string, Entry>()
     const contexts = makeContexts(tls)
@@ -183,13 +197,24 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
     const closeEntry = (e: Entry) => Scope.close(e.scope, Exit.void)
     yield* Effect.addFinalizer(() => Effect.forEach([...entries.values()], closeEntry, { discard: true }))
 
-    const clientFor = (t: AgentTarget) =>
+    const trustOf = (t: AgentTarget) => (tls.agentCa === undefined ? t.mtlsCert : "ca")
+    /** The agent's client when it was made for this address, version and trust (no allocation: every cycle asks). */
+    const current = (t: AgentTarget): Entry | undefined => {
+      const known = entries.get(t.agentId)
+      return known !== undefined && known.port === t.port && known.ip === t.ip && known.apiVersion === t.apiVersion && known.trust === trustOf(t)
+        ? known
+        : undefined
+    }
+
+    const clientFor = (t: AgentTarget): Effect.Effect<Entry> => {
+      const known = current(t)
+      return known !== undefined ? Effect.succeed(known) : makeEntry(t)
+    }
+    const makeEntry = (t: AgentTarget) =>
       Effect.gen(function*() {
         const scheme = tls.mtls ? "https" : "http"
         const host = t.ip.includes(":") ? `[${t.ip}]` : t.ip
-        const key = `${scheme}://${host}:${t.port}/v${t.apiVersion}|${tls.agentCa === undefined ? t.mtlsCert ?? "" : "ca"}`
         const known = entries.get(t.agentId)
-        if (known !== undefined && known.key === key) return known
         if (known !== undefined) {
           entries.delete(t.agentId)
           yield* closeEntry(known)
@@ -203,22 +228,26 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
         const client = yield* Effect.cached(makeApiClient(origin + basePath).pipe(
           Effect.provideService(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher))
         ))
-        const entry: Entry = { key, origin, basePath, dispatcher, client, scope }
+        const entry: Entry = { ip: t.ip, port: t.port, apiVersion: t.apiVersion, trust: trustOf(t), origin, basePath, dispatcher, client, scope }
         entries.set(t.agentId, entry)
         return entry
       })
 
-    /** The quote: one undici request and one schema decode (the hot path of every cycle). */
-    const fastQuote = (t: AgentTarget, r: QuoteRequest) =>
-      Effect.flatMap(clientFor(t), (e) =>
-        requestQuote(e.dispatcher, e.origin, e.basePath, r, timeoutMs)).pipe(
-          Effect.catchAll((c) =>
-            Effect.zipRight(
-              recordAgentRequestError(c.kind),
-              Effect.fail(new AgentRequestFailed({ agentId: t.agentId, operation: "quote", kind: c.kind, status: c.status, reason: c.reason }))
-            )
+    /** The quote: one undici request and one schema decode (the hot path of every cycle); its pool is looked up when called. */
+    const fastQuote = (t: AgentTarget, r: QuoteRequest) => {
+      const known = current(t)
+      const request = known !== undefined
+        ? requestQuote(known.dispatcher, known.origin, known.basePath, r, timeoutMs)
+        : Effect.flatMap(makeEntry(t), (e) => requestQuote(e.dispatcher, e.origin, e.basePath, r, timeoutMs))
+      return request.pipe(
+        Effect.catchAll((c) =>
+          Effect.zipRight(
+            recordAgentRequestError(c.kind),
+            Effect.fail(new AgentRequestFailed({ agentId: t.agentId, operation: "quote", kind: c.kind, status: c.status, reason: c.reason }))
           )
         )
+      )
+    }
 
     const call = <A>(t: AgentTarget, operation: AgentRequestFailed["operation"], f: (c: AgentApiClient) => Effect.Effect<A, unknown>) =>
       Effect.flatMap(clientFor(t), (e) => Effect.flatMap(e.client, f)).pipe(
@@ -233,13 +262,16 @@ export const makeAgentClient = (tls: VerifierClientTlsShape, requestTimeoutSecon
       )
 
     const shape: AgentClientShape = {
-      integrityQuote: (t, r) =>
-        fastQuote(t, r).pipe(
-          Effect.withSpan("AgentClient.integrityQuote", {
-            attributes: { agent_id: t.agentId, partial: r.partial, ima_ml_entry: r.imaEntry },
-            captureStackTrace: false
-          })
-        ),
+      // the quote's span only when spans are exported: it is made on every cycle of every agent
+      integrityQuote: traced
+        ? (t, r) =>
+          fastQuote(t, r).pipe(
+            Effect.withSpan("AgentClient.integrityQuote", {
+              attributes: { agent_id: t.agentId, partial: r.partial, ima_ml_entry: r.imaEntry },
+              captureStackTrace: false
+            })
+          )
+        : fastQuote,
       deliverV: (t, encryptedKey) =>
         call(t, "vkey", (c) => c.keys.vkey({ payload: { encrypted_key: encryptedKey } })).pipe(
           Effect.asVoid,
@@ -267,6 +299,6 @@ export const AgentClientLive: Layer.Layer<AgentClient, never, VerifierClientTls 
   Effect.gen(function*() {
     const tls = yield* VerifierClientTls
     const config = yield* VerifierConfig
-    return yield* makeAgentClient(tls, config.request_timeout)
+    return yield* makeAgentClient(tls, config.request_timeout, config.otlp_endpoint.trim() !== "")
   })
 )

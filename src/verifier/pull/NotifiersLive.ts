@@ -12,6 +12,11 @@
  * carries what its delivery needs (the webhook URL of the verifier that judged, the target agent's
  * address), and a worker claims rows before it delivers them (NotificationOutbox.claim), so any
  * process sharing the database delivers each notice once.
+ *
+ * An idle worker sleeps until a notice is queued here (its wake), the earliest retry it scheduled
+ * itself is due, or IDLE_POLL_MS passed (rows due from elsewhere: another process's lapsed claim),
+ * not a poll every second; its fiber runs without the tracer unless spans are exported (an idle
+ * verifier's CPU went mostly to the claim's spans: bench/verifier-fleet.ts).
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import * as crypto from "node:crypto"
@@ -58,7 +63,8 @@ export const notificationBackoff = (attempts: number, base: number, max: number)
 /** Deliveries at once per notifier; a worker claims twice as many rows a round. */
 const CONCURRENCY = 8
 const DUE_BATCH = CONCURRENCY * 2
-const IDLE_POLL_MS = 1000
+/** Rows this process did not queue or retry (another process's lapsed claim) are found within this. */
+const IDLE_POLL_MS = 10_000
 
 export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | NotificationOutbox | AgentRepo | AgentClient> = Layer.scoped(
   Notifications,
@@ -191,6 +197,10 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
         return "delivered" as const
       })
 
+    // each worker's retries not yet due (epoch seconds): it wakes for the earliest
+    const retriesDue = new Map<NotifierName, Array<number>>(notifiers.map((n) => [n, []]))
+    const traced = config.otlp_endpoint.trim() !== ""
+
     const settle = (notifier: NotifierName, row: NotificationRow) =>
       Effect.either(deliver(notifier, row)).pipe(
         Effect.flatMap((r) =>
@@ -209,12 +219,21 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
               return
             }
             const after = notificationBackoff(attempts, config.notification_retry_interval, config.notification_max_interval)
-            yield* outbox.retryLater(row.id, { attempts, nextAttemptAt: (yield* nowSeconds) + after, error }, claimer)
+            const nextAttemptAt = (yield* nowSeconds) + after
+            yield* outbox.retryLater(row.id, { attempts, nextAttemptAt, error }, claimer)
+            retriesDue.get(notifier)!.push(nextAttemptAt)
             yield* Effect.logInfo(`${notifier} notification about ${row.agent_id} not delivered (attempt ${attempts}): ${error}; retry in ${after} s`)
           })
         ),
         Effect.withSpan("Notifications.deliver", { attributes: { notifier, agent_id: row.agent_id } })
       )
+
+    /** Until the earliest retry this worker scheduled is due, at most IDLE_POLL_MS (ms). */
+    const idleWait = (notifier: NotifierName, nowMs: number) => {
+      const due = retriesDue.get(notifier)!.filter((at) => at * 1000 > nowMs)
+      retriesDue.set(notifier, due)
+      return due.length === 0 ? IDLE_POLL_MS : Math.min(IDLE_POLL_MS, Math.min(...due) * 1000 - nowMs)
+    }
 
     const worker = (notifier: NotifierName) => {
       const wake = wakes.get(notifier)!
@@ -225,11 +244,11 @@ export const NotifiersLive: Layer.Layer<Notifications, never, VerifierConfig | N
           yield* Effect.forEach(rows, (row) => settle(notifier, row), { concurrency: CONCURRENCY, discard: true })
           yield* depth(notifier)
         }
-        if (rows.length < DUE_BATCH) yield* Effect.race(Queue.take(wake), Effect.sleep(IDLE_POLL_MS))
+        if (rows.length < DUE_BATCH) yield* Effect.race(Queue.take(wake), Effect.sleep(idleWait(notifier, yield* Clock.currentTimeMillis)))
       }).pipe(
-        Effect.catchAll((e) => Effect.zipRight(Effect.logWarning(`${notifier} notifier: ${e.message}`), Effect.sleep(IDLE_POLL_MS)))
+        Effect.catchAll((e) => Effect.zipRight(Effect.logWarning(`${notifier} notifier: ${e.message}`), Effect.sleep(1000)))
       )
-      return Effect.forever(round).pipe(Effect.annotateLogs("notifier", notifier))
+      return Effect.forever(round).pipe(Effect.annotateLogs("notifier", notifier), Effect.withTracerEnabled(traced))
     }
 
     for (const n of notifiers) {

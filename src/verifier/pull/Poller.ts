@@ -124,7 +124,9 @@ const pollerOverLoop: Layer.Layer<PollerControl, never, VerifierConfig | AgentRe
         yield* control.start(agentId)
       }
     }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("poller: agents not reconciled", cause)))
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(RECONCILE_EVERY_MS), reconcile)))
+    // an idle verifier's wake-ups: no spans for nobody (without an exporter)
+    const traced = config.otlp_endpoint.trim() !== ""
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(RECONCILE_EVERY_MS), reconcile)).pipe(Effect.withTracerEnabled(traced)))
     return control
   }).pipe(Effect.withSpan("Poller.start"))
 )

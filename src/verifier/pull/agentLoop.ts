@@ -114,8 +114,24 @@ const make = Effect.gen(function*() {
     const crashed: LoopEvent = { _tag: "Crashed", message: defect instanceof Error ? defect.message : String(defect) }
     return Effect.as(Effect.logError("cycle crashed", Cause.die(defect)), crashed)
   }
-  const guarded = (m: LoopMemory, effect: LoopEffect, notify: NotifyEffect | undefined): Effect.Effect<Next> =>
-    perform(m, effect, notify).pipe(Effect.catchTags(onStepError), Effect.catchAllDefect(onDefect))
+  /**
+   * A step's effects in order, until one leads somewhere (an event, "finish"); a verdict or a
+   * failure and the notice it causes are one transaction. Guarded once per step, not per effect.
+   */
+  const performAll = (m: LoopMemory, effects: ReadonlyArray<LoopEffect>): Effect.Effect<AfterWrite, LoopStepError> =>
+    Effect.gen(function*() {
+      for (let i = 0; i < effects.length; i++) {
+        const effect = effects[i]!
+        const following = effects[i + 1]
+        const notify = (effect._tag === "PersistVerdict" || effect._tag === "PersistFailed") && following?._tag === "Notify" ? following : undefined
+        const next = yield* perform(m, effect, notify)
+        if (next !== undefined) return next
+        if (notify !== undefined) i++
+      }
+      return undefined
+    })
+  const guarded = (m: LoopMemory, effects: ReadonlyArray<LoopEffect>): Effect.Effect<Next> =>
+    performAll(m, effects).pipe(Effect.catchTags(onStepError), Effect.catchAllDefect(onDefect))
 
   const run = (agentId: string, verifierId = settings.verifierId) =>
     Effect.gen(function*() {
@@ -141,16 +157,7 @@ const make = Effect.gen(function*() {
       for (;;) {
         const { effects, state } = step(m.state, event, settings.machine)
         m.state = state
-        let next: Next = undefined
-        for (let i = 0; i < effects.length; i++) {
-          const effect = effects[i]!
-          // a verdict or a failure and the notice it causes are one transaction
-          const following = effects[i + 1]
-          const notify = (effect._tag === "PersistVerdict" || effect._tag === "PersistFailed") && following?._tag === "Notify" ? following : undefined
-          next = yield* guarded(m, effect, notify)
-          if (next !== undefined) break
-          if (notify !== undefined) i++
-        }
+        const next = yield* guarded(m, effects)
         if (next === "finish" || next === undefined) return
         if (next === "store") {
           yield* Effect.sleep(settings.storeRetrySeconds * 1000)

@@ -6,6 +6,7 @@
  * (LoopStepError), for the loop to decide.
  */
 import { Effect, Either } from "effect"
+import { VerifierConfig } from "../../config/services.js"
 import type { IntegrityQuote } from "../../../schemas/Agent.js"
 import { nowSeconds } from "../../db/dialect.js"
 import { encryptForAgent } from "../../keys/nk.js"
@@ -22,6 +23,8 @@ import { MbPolicyRepo, RuntimePolicyRepo } from "../domain/repo/PolicyRepo.js"
 import type { LoopStepError } from "./loopErrors.js"
 import { type LoopMemory, targetOf } from "./loopMemory.js"
 import type { LoopSettings } from "./loopSettings.js"
+
+const identity = <A, E, R>(e: Effect.Effect<A, E, R>) => e
 
 type RequestQuote = Extract<LoopEffect, { readonly _tag: "RequestQuote" }>
 
@@ -59,16 +62,19 @@ export const makeQuoteRound = (settings: LoopSettings) =>
   Effect.gen(function*() {
     const client = yield* AgentClient
     const sources = { cache: yield* PolicyCache, runtimePolicies: yield* RuntimePolicyRepo, mbPolicies: yield* MbPolicyRepo }
+    // without an exporter the cycle's spans go nowhere: not made (each is a context and fiber-ref update per cycle)
+    const traced = (yield* VerifierConfig).otlp_endpoint.trim() !== ""
+    const nonceBytes = new TextEncoder()
 
     const judge = (compiled: CompiledAgent, answer: IntegrityQuote, nonce: string, prior: EvaluationState) =>
       // the whole judgement (quote, PCRs, IMA, boot) is one pure call; its stages become histograms and child spans
       evaluateTimed((now) =>
         evaluateEvidence(
-          { _tag: "tpm", nonce: new TextEncoder().encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
+          { _tag: "tpm", nonce: nonceBytes.encode(nonce), ...answer, ima_measurement_list_entry: answer.ima_measurement_list_entry ?? undefined },
           compiled.policy,
           prior,
           now
-        ), stagesOf).pipe(Effect.withSpan("verifier.evaluate", { captureStackTrace: false }))
+        ), stagesOf).pipe(traced ? Effect.withSpan("verifier.evaluate", { captureStackTrace: false }) : identity)
 
     const fetchAndJudge = (m: LoopMemory, request: RequestQuote) =>
       Effect.gen(function*() {
@@ -108,10 +114,12 @@ export const makeQuoteRound = (settings: LoopSettings) =>
           }
           return received
         }
-      }).pipe(Effect.withSpan("verifier.cycle", {
-        attributes: { agent_id: m.agentId, ima_ml_entry: request.imaEntry, partial: request.partial },
-        captureStackTrace: false
-      }))
+      }).pipe(traced
+        ? Effect.withSpan("verifier.cycle", {
+          attributes: { agent_id: m.agentId, ima_ml_entry: request.imaEntry, partial: request.partial },
+          captureStackTrace: false
+        })
+        : identity)
 
     const deliverV = (m: LoopMemory) =>
       Effect.gen(function*() {
