@@ -48,7 +48,7 @@ const main = Effect.gen(function*() {
   const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
   // enrolments over kept-alive connections: a handshake per request cost more than the add
   let keptAks = 0
-  const connections = yield* Effect.acquireRelease(Effect.sync(() => new https.Agent({ keepAlive: true, maxSockets: 4 })), (a) => Effect.sync(() => a.destroy()))
+  const connections = yield* Effect.acquireRelease(Effect.sync(() => new https.Agent({ keepAlive: true, maxSockets: 4, timeout: 3000 })), (a) => Effect.sync(() => a.destroy()))
   const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => i), (i) =>
     Effect.gen(function*() {
       const agentId = pushAgentId(i)
@@ -68,7 +68,9 @@ const main = Effect.gen(function*() {
         attestation_model: "push"
       }
       const r = yield* rawRequest({ method: "POST", baseUrl: url, path: `/v2.6/agents/${agentId}`, tls: admin, agent: connections, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
-        Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
+        // a reset connection (ECONNRESET, six in a row once on the loaded machine) is tried again
+        Effect.tapError((e) => Effect.sync(() => process.stderr.write(`push fleet: enrolment of ${agentId}: ${e.message}; again in 2 s\n`))),
+        Effect.retry({ times: 20, schedule: Schedule.spaced("2 seconds") }),
         Effect.orDie
       )
       if (r.status !== 200) return yield* Effect.dieMessage(`push enrolment of ${agentId}: ${r.status} ${r.body}`)

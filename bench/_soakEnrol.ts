@@ -62,13 +62,14 @@ const pct = (ms: number, overMs: number) => `${((ms / Math.max(1, overMs)) * 100
 export const enrolFleets = (o: EnrolOptions) =>
   Effect.gen(function*() {
     const t0 = performance.now()
-    const connections = new https.Agent({ keepAlive: true, maxSockets: o.concurrency })
+    // an idle pooled socket is dropped here (3 s) before the verifier drops it (keep_alive_timeout 5 s)
+    const connections = new https.Agent({ keepAlive: true, maxSockets: o.concurrency, timeout: 3000 })
     yield* Effect.addFinalizer(() => Effect.sync(() => connections.destroy()))
     const send = (method: string, path: string, body: unknown) =>
       rawRequest({ method, baseUrl: o.verifier.url, path, agent: connections, tls: o.verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
-        // the first full-scale run on a busy 2-core machine lost an enrolment to a reset connection
+        // full-scale runs on the loaded 2-core machine saw connections reset (ECONNRESET), six in a row once
         Effect.tapError((e) => Effect.sync(() => console.log(`soak: ${method} ${path}: ${e.message}; again in 2 s`))),
-        Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
+        Effect.retry({ times: 20, schedule: Schedule.spaced("2 seconds") }),
         Effect.orDie
       )
 

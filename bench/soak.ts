@@ -14,11 +14,14 @@
  * moment its stored time allows (pull: whole seconds). Every minute: the verifier's RSS and open
  * descriptors (/proc), its heap (its /metrics), the database's size (SQLite's pages, or PostgreSQL's
  * pg_total_relation_size of the schema's tables) and the attestations recorded (the database).
- * Baselines in the same run: each phase's figures at its minute 1 (phase 1: after a warm-up in
+ * Baselines in the same run: each phase's figures at its minute 1 (its start if one minute long; phase 1: after a warm-up in
  * which every agent attested twice; phase 2: phase 1's end).
  *
  *   npm run bench -- soak [--minutes 30] [--pull 1000] [--push 200] [--interval 2] [--slack 2]
- *                         [--check-every 2] [--dashboard-minutes <minutes>] [--postgres]
+ *                         [--check-every 2] [--dashboard-minutes <minutes>] [--enrol-concurrency 16] [--postgres]
+ *
+ * Enrolment: bench/_soakEnrol.ts (a progress line every 10 s). Every BENCH line states the fleet,
+ * the minutes, the database and the load average it was measured at.
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
