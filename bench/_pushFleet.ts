@@ -15,7 +15,6 @@
  */
 import { Context, Effect, Layer, Logger, LogLevel, Option, Ref, Schedule } from "effect"
 import { existsSync, readFileSync } from "node:fs"
-import * as https from "node:https"
 import { join } from "node:path"
 import { TpmSimulator } from "../src/tpm/simulator/TpmSimulator.js"
 import { MeasurementSource } from "../src/agent/measurements/MeasurementSource.js"
@@ -46,9 +45,7 @@ const main = Effect.gen(function*() {
   const dir = process.argv[6]!
   const read = (f: string) => readFileSync(join(caDir, f), "utf8")
   const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
-  // enrolments over kept-alive connections: a handshake per request cost more than the add
   let keptAks = 0
-  const connections = yield* Effect.acquireRelease(Effect.sync(() => new https.Agent({ keepAlive: true, maxSockets: 4, timeout: 3000 })), (a) => Effect.sync(() => a.destroy()))
   const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => i), (i) =>
     Effect.gen(function*() {
       const agentId = pushAgentId(i)
@@ -67,8 +64,9 @@ const main = Effect.gen(function*() {
         accept_tpm_signing_algs: ["rsassa"],
         attestation_model: "push"
       }
-      const r = yield* rawRequest({ method: "POST", baseUrl: url, path: `/v2.6/agents/${agentId}`, tls: admin, agent: connections, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
-        // a reset connection (ECONNRESET, six in a row once on the loaded machine) is tried again
+      const r = yield* rawRequest({ method: "POST", baseUrl: url, path: `/v2.6/agents/${agentId}`, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
+        // a fresh connection per add: kept-alive ones were reset (ECONNRESET) again and again while key
+        // derivations held this process's loop for seconds (likely idle past keep_alive_timeout by then)
         Effect.tapError((e) => Effect.sync(() => process.stderr.write(`push fleet: enrolment of ${agentId}: ${e.message}; again in 2 s\n`))),
         Effect.retry({ times: 20, schedule: Schedule.spaced("2 seconds") }),
         Effect.orDie
