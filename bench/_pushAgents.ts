@@ -5,6 +5,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { type Context, Effect, type Fiber, Ref } from "effect"
 import { type PushAgentStats, runPushAgent } from "../src/push-agent/PushAgent.js"
+import type { KeyAlg } from "../src/tpm/Tpm.js"
 
 export interface BenchPushAgent {
   readonly agentId: string
@@ -12,9 +13,10 @@ export interface BenchPushAgent {
   readonly ctx: Context.Context<never>
 }
 
-/** What differs from the default agent: its interval (2 s). */
+/** What differs from the default agent: its interval (2 s), its EK's algorithm (RSA: the one its AK was made under). */
 export interface BenchPushAgentOptions {
   readonly intervalSeconds?: number
+  readonly ekAlg?: KeyAlg
 }
 
 /** Starts every agent against `verifierUrl`: their stats and fibers. */
@@ -31,6 +33,7 @@ export const startPushAgents = (agents: ReadonlyArray<BenchPushAgent>, verifierU
           verifierUrl,
           verifierCa,
           attestationIntervalSeconds: options.intervalSeconds ?? 2,
+          ...(options.ekAlg === undefined ? {} : { ekAlg: options.ekAlg }),
           backoff: { initialMs: 500, maxMs: 5000, multiplier: 2, maxRetries: 5, jitter: true }
         }, stats[i]).pipe(Effect.provide(a.ctx as Context.Context<any>), Effect.provide(NodeHttpClient.layerUndici))
       ))

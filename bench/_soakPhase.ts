@@ -21,6 +21,8 @@ export interface PhaseOptions {
   readonly checkEveryMs: number
   /** The load generators' processes (their CPU is printed: what limits a run on a small machine). */
   readonly loadPids: ReadonlyArray<number>
+  /** Agents the run enrolled: one absent from the database misses every check. */
+  readonly expectedAgents: number
   readonly dashboard?: { readonly pid: number; readonly stats: DashboardClientStats }
 }
 
@@ -38,6 +40,7 @@ interface Sample {
   readonly attestations: number
   readonly cpuMs: number
   readonly loadCpuMs: number
+  readonly selfCpuMs: number
 }
 
 export interface PhaseResult {
@@ -49,6 +52,10 @@ export interface PhaseResult {
   readonly fdGrowth: number
   readonly dbBytesPerAttestation: number
   readonly attestationsPerS: number
+  /** Over the phase, % of one core: the verifier, the load generators (both fleets), this process (the checks). */
+  readonly verifierCpuPct: number
+  readonly loadCpuPct: number
+  readonly selfCpuPct: number
 }
 
 const MB = 1024 * 1024
@@ -81,7 +88,8 @@ export const runPhase = (o: PhaseOptions) =>
         dbBytes: await o.db.sizeBytes(),
         attestations: rows.pull + rows.push,
         cpuMs: cpuMs(o.verifierPid),
-        loadCpuMs: o.loadPids.reduce((t, pid) => t + cpuMs(pid), 0)
+        loadCpuMs: o.loadPids.reduce((t, pid) => t + cpuMs(pid), 0),
+        selfCpuMs: cpuMs(process.pid)
       }
     })
     const print = (minute: number, s: Sample, previous: Sample | undefined, late: string) => {
@@ -91,7 +99,7 @@ export const runPhase = (o: PhaseOptions) =>
       console.log(
         `${o.name} minute ${minute}: verifier RSS ${(s.rssKb / 1024).toFixed(1)} MB, heap ${s.heapBytes === undefined ? "n/a" : `${(s.heapBytes / MB).toFixed(1)} of ${((s.heapTotalBytes ?? 0) / MB).toFixed(1)} MB (floor ${((s.heapFloorBytes ?? 0) / MB).toFixed(1)})`}, ${s.fds} fds (its /metrics: ${s.metricsFds ?? "n/a"}); ` +
           `database ${(s.dbBytes / MB).toFixed(2)} MB${files === undefined ? "" : ` (files ${(files / MB).toFixed(2)} MB)`}; ` +
-          (previous === undefined ? "" : `${made} attestations (${((made / over) * 1000).toFixed(0)}/s), ${late}; verifier CPU ${pct(s.cpuMs - previous.cpuMs, over)} of a core, load generators ${pct(s.loadCpuMs - previous.loadCpuMs, over)}; `) +
+          (previous === undefined ? "" : `${made} attestations (${((made / over) * 1000).toFixed(0)}/s), ${late}; verifier CPU ${pct(s.cpuMs - previous.cpuMs, over)} of a core, load generators ${pct(s.loadCpuMs - previous.loadCpuMs, over)}, this process ${pct(s.selfCpuMs - previous.selfCpuMs, over)}; `) +
           (o.dashboard === undefined ? "" : `dashboard RSS ${(rssKb(o.dashboard.pid) / 1024).toFixed(0)} MB, ${o.dashboard.stats.requests} requests; `) +
           `load average ${loadavg()[0]!.toFixed(1)}`
       )
@@ -102,7 +110,7 @@ export const runPhase = (o: PhaseOptions) =>
     print(0, samples[0]!, undefined, "")
     let missed = 0
     // this minute's misses: pull and push agents late, agents not attesting at all, the oldest verdict seen
-    let inMinute = { pull: 0, push: 0, inactive: 0, worstAgeMs: 0 }
+    let inMinute = { pull: 0, push: 0, inactive: 0, absent: 0, worstAgeMs: 0 }
     let checks = 0
     const lateAgents = new Set<string>()
     let nextCheck = start + o.checkEveryMs
@@ -113,13 +121,15 @@ export const runPhase = (o: PhaseOptions) =>
         const agents = yield* Effect.promise(() => o.db.agents())
         const now = Date.now()
         const late = missedAt(agents, now, o.limitMs)
-        missed += late.length
+        const absent = Math.max(0, o.expectedAgents - agents.length)
+        missed += late.length + absent
+        inMinute.absent += absent
         for (const a of late) {
           lateAgents.add(a.agentId)
           if (!a.active) inMinute.inactive++
           else inMinute[a.model]++
         }
-        for (const a of agents) if (a.active) inMinute.worstAgeMs = Math.max(inMinute.worstAgeMs, now - (a.lastSuccessMs + a.resolutionMs))
+        for (const a of agents) if (a.active && a.lastSuccessMs > 0) inMinute.worstAgeMs = Math.max(inMinute.worstAgeMs, now - (a.lastSuccessMs + a.resolutionMs))
         nextCheck += o.checkEveryMs
         if (++checks % HEAP_EVERY === 0) heapUsed(yield* Effect.promise(scrape))
       }
@@ -127,12 +137,13 @@ export const runPhase = (o: PhaseOptions) =>
       const s = yield* sample
       const m = inMinute
       const examples = [...lateAgents].slice(0, 2).join(", ")
-      print(minute, s, samples[samples.length - 1], `missed ${m.pull + m.push + m.inactive} (pull ${m.pull}, push ${m.push} late, ${m.inactive} not attesting; oldest verdict ${(m.worstAgeMs / 1000).toFixed(1)} s${lateAgents.size === 0 ? "" : `; ${lateAgents.size} agents so far, e.g. ${examples}`})`)
+      print(minute, s, samples[samples.length - 1], `missed ${m.pull + m.push + m.inactive + m.absent} (pull ${m.pull}, push ${m.push} late, ${m.inactive} not attesting, ${m.absent} not enrolled; oldest verdict ${(m.worstAgeMs / 1000).toFixed(1)} s${lateAgents.size === 0 ? "" : `; ${lateAgents.size} agents so far, e.g. ${examples}`})`)
       samples.push(s)
-      inMinute = { pull: 0, push: 0, inactive: 0, worstAgeMs: 0 }
+      inMinute = { pull: 0, push: 0, inactive: 0, absent: 0, worstAgeMs: 0 }
     }
 
-    const base = samples[Math.min(1, samples.length - 1)]!
+    // minute 1 once there is a later minute to compare it with; a one-minute phase compares with its start
+    const base = samples[samples.length > 2 ? 1 : 0]!
     const first = samples[0]!
     const end = samples[samples.length - 1]!
     const middle = samples[Math.floor((samples.length - 1) / 2)]!
@@ -144,12 +155,16 @@ export const runPhase = (o: PhaseOptions) =>
       heapGrowthRatio: end.heapFloorBytes === undefined || base.heapFloorBytes === undefined ? undefined : end.heapFloorBytes / base.heapFloorBytes,
       fdGrowth: end.fds - base.fds,
       dbBytesPerAttestation: (end.dbBytes - first.dbBytes) / Math.max(1, made),
-      attestationsPerS: (made / (end.at - first.at)) * 1000
+      attestationsPerS: (made / (end.at - first.at)) * 1000,
+      verifierCpuPct: ((end.cpuMs - first.cpuMs) / (end.at - first.at)) * 100,
+      loadCpuPct: ((end.loadCpuMs - first.loadCpuMs) / (end.at - first.at)) * 100,
+      selfCpuPct: ((end.selfCpuMs - first.selfCpuMs) / (end.at - first.at)) * 100
     }
     console.log(
       `${o.name}: ${made} attestations in ${o.minutes} min; ${missed} missed schedules (${lateAgents.size} agents); RSS ${(base.rssKb / 1024).toFixed(1)} MB at minute ${samples.indexOf(base)} → ${(end.rssKb / 1024).toFixed(1)} MB at the end ` +
         `(peak ${(peakRss / 1024).toFixed(1)} MB, ${(peakRss / base.rssKb).toFixed(3)}x); fds ${base.fds} → ${end.fds}; database ${(first.dbBytes / MB).toFixed(2)} → ${(end.dbBytes / MB).toFixed(2)} MB, ` +
-        `${(((end.dbBytes - middle.dbBytes) / Math.max(1, end.attestations - middle.attestations))).toFixed(0)} bytes per attestation over the second half (push attestations beyond push_attestations_kept are deleted)`
+        `${(((end.dbBytes - middle.dbBytes) / Math.max(1, end.attestations - middle.attestations))).toFixed(0)} bytes per attestation over the second half (push attestations beyond push_attestations_kept are deleted); ` +
+        `verifier CPU ${result.verifierCpuPct.toFixed(0)}% of a core (${((end.cpuMs - first.cpuMs) / Math.max(1, made)).toFixed(2)} ms per attestation), load generators ${result.loadCpuPct.toFixed(0)}%, this process ${result.selfCpuPct.toFixed(0)}%; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`
     )
     return result
   })

@@ -14,24 +14,24 @@
  * moment its stored time allows (pull: whole seconds). Every minute: the verifier's RSS and open
  * descriptors (/proc), its heap (its /metrics), the database's size (SQLite's pages, or PostgreSQL's
  * pg_total_relation_size of the schema's tables) and the attestations recorded (the database).
- * Baselines in the same run: each phase's figures at its minute 1 (phase 1: after a warm-up in
+ * Baselines in the same run: each phase's figures at its minute 1 (its start if one minute long; phase 1: after a warm-up in
  * which every agent attested twice; phase 2: phase 1's end).
  *
  *   npm run bench -- soak [--minutes 30] [--pull 1000] [--push 200] [--interval 2] [--slack 2]
- *                         [--check-every 2] [--dashboard-minutes <minutes>] [--postgres]
+ *                         [--check-every 2] [--dashboard-minutes <minutes>] [--enrol-concurrency 16] [--postgres]
+ *
+ * Enrolment: bench/_soakEnrol.ts (a progress line every 10 s). Every BENCH line states the fleet,
+ * the minutes, the database and the load average it was measured at.
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
-import { cpus, tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Logger, LogLevel, Schedule } from "effect"
+import { Effect, Logger, LogLevel } from "effect"
 import pg from "pg"
-import { rawRequest } from "../src/http/client.js"
-import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
-import { cpuMs } from "./_procCpu.js"
-import { childUntil } from "./_pullPhase.js"
 import { openDashboard } from "./_soakDashboard.js"
+import { enrolFleets } from "./_soakEnrol.js"
 import { type DbProbe, postgresProbe, sqliteProbe } from "./_soakProbe.js"
 import { runPhase, type PhaseResult } from "./_soakPhase.js"
 import { spawnVerifier } from "./_verifierProcess.js"
@@ -51,7 +51,10 @@ const INTERVAL = flag("interval", 2)
 const SLACK = flag("slack", 2)
 const CHECK_EVERY = flag("check-every", 2)
 const DASHBOARD_MINUTES = flag("dashboard-minutes", MINUTES)
+const ENROL_CONCURRENCY = Math.max(1, flag("enrol-concurrency", 16))
 const POSTGRES = process.argv.includes("--postgres")
+/** The push agents' AKs (seeded simulated TPMs), kept between runs as a fleet's agents keep theirs: a first run derives them. */
+const PUSH_STATE = "node_modules/.cache/attest-soak/push-agents"
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -98,79 +101,50 @@ const program = Effect.gen(function*() {
   ].join("\n"))
   console.log(`soak: ${PULL} pull + ${PUSH} push agents, quote_interval ${INTERVAL} s, ${MINUTES} min${DASHBOARD_MINUTES > 0 ? ` + ${DASHBOARD_MINUTES} min with the dashboard` : ""}, ${POSTGRES ? "PostgreSQL" : "SQLite"}, ${cpus().length} cores`)
   const verifier = yield* spawnVerifier(config, caDir)
-  const send = (method: string, path: string, body: unknown) =>
-    rawRequest({ method, baseUrl: verifier.url, path, tls: verifier.tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
-      // the one full-scale run on a busy 2-core machine lost an enrolment to a reset connection after 15 minutes
-      Effect.tapError((e) => Effect.sync(() => console.log(`soak: ${method} ${path}: ${e.message}; again in 2 s`))),
-      Effect.retry({ times: 5, schedule: Schedule.spaced("2 seconds") }),
-      Effect.orDie
-    )
-
-  // the pull fleet (after the verifier: it trusts the CA the verifier generated), its policy, its
-  // agents; the push fleet builds its simulated TPMs meanwhile (seconds each: RSA keys derived)
-  const pullSide = Effect.gen(function*() {
-    const t0 = Date.now()
-    const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(PULL), caDir], (out) => {
-      const line = out.split("\n").find((l) => l.startsWith("{"))
-      return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as { agents: Array<{ id: string; port: number; ak: string }>; cert: string })
-    }, "SIGKILL", { FLEET_AK: "ecc" })
-    const listening = Date.now()
-    const cpuBefore = cpuMs(verifier.pid)
-    const policy = yield* send("POST", "/v2.6/allowlists/fleet", { runtime_policy: Buffer.from(JSON.stringify(fleetRuntimePolicy())).toString("base64") })
-    if (policy.status !== 201 && policy.status !== 200) return yield* Effect.dieMessage(`fleet policy: ${policy.status} ${policy.body}`)
-    yield* Effect.forEach(fleet.value.agents, (a) =>
-      Effect.flatMap(send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.value.cert)), (r) =>
-        r.status === 200 ? Effect.void : Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)), { concurrency: 8, discard: true })
-    console.log(`pull fleet: ${PULL} agents listening in ${((listening - t0) / 1000).toFixed(0)} s, enrolled in ${((Date.now() - listening) / 1000).toFixed(0)} s more (verifier CPU ${((cpuMs(verifier.pid) - cpuBefore) / PULL).toFixed(1)} ms per enrolment; process ${fleet.pid})`)
-    return fleet
-  })
-  const pushSide = Effect.gen(function*() {
-    if (PUSH === 0) return undefined
-    const t1 = Date.now()
-    const push = yield* childUntil(["--import", "tsx", "bench/_pushFleet.ts", String(PUSH), verifier.url, caDir, String(INTERVAL), join(dir, "push-agents")], (out) => {
-      const m = /\{"ready":(\d+)\}\n/.exec(out)
-      return m === null ? undefined : Number(m[1])
-    })
-    console.log(`push fleet: ${push.value}/${PUSH} agents enrolled and attesting in ${((Date.now() - t1) / 1000).toFixed(0)} s (process ${push.pid})`)
-    return push
-  })
-  const [fleet, push] = yield* Effect.all([pullSide, pushSide], { concurrency: 2 })
-
   const db: DbProbe = database === undefined ? sqliteProbe(join(dataDir, "verifier.sqlite")) : postgresProbe(database.url, database.schema)
   yield* Effect.addFinalizer(() => Effect.promise(db.close))
+  const { fleet, pushPid, pushReady, seconds: enrolSeconds } = yield* enrolFleets({ verifier, caDir, pushStateDir: PUSH_STATE, pull: PULL, push: PUSH, interval: INTERVAL, concurrency: ENROL_CONCURRENCY, db })
   // warm-up: every agent attested twice (connections made, whole IMA lists behind), at most 3 minutes
   const warm = Date.now()
   for (;;) {
     const counts = yield* Effect.promise(() => db.agents())
     const rows = yield* Effect.promise(() => db.attestations())
     const ready = counts.filter((a) => a.lastSuccessMs > 0).length
-    if ((ready >= PULL + PUSH && rows.pull >= 2 * PULL && rows.push >= 2 * PUSH) || Date.now() - warm > 180_000) break
+    const done = ready >= PULL + PUSH && rows.pull >= 2 * PULL && rows.push >= 2 * PUSH
+    if (done || Date.now() - warm > 180_000) {
+      console.log(`warm-up: ${((Date.now() - warm) / 1000).toFixed(0)} s${done ? "" : `, ended at its bound: ${ready}/${PULL + PUSH} agents attested, ${rows.pull} pull and ${rows.push} push attestations`}`)
+      break
+    }
     yield* Effect.sleep("1 second")
   }
-  console.log(`warm-up: ${((Date.now() - warm) / 1000).toFixed(0)} s`)
 
   const limitMs = (INTERVAL + SLACK) * 1000
   console.log(`a missed schedule: an agent not attesting, or its last verified attestation older than ${INTERVAL} + ${SLACK} s, at a check every ${CHECK_EVERY} s`)
-  const common = { verifierPid: verifier.pid, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, db, limitMs, checkEveryMs: CHECK_EVERY * 1000, loadPids: [fleet.pid, ...(push === undefined ? [] : [push.pid])] }
+  const common = { verifierPid: verifier.pid, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, db, limitMs, checkEveryMs: CHECK_EVERY * 1000, loadPids: [fleet.pid, ...(pushPid === undefined ? [] : [pushPid])], expectedAgents: PULL + PUSH }
   const plain = yield* runPhase({ ...common, name: "soak", minutes: MINUTES })
   const withDashboard = DASHBOARD_MINUTES === 0 ? undefined : yield* Effect.scoped(Effect.gen(function*() {
-    const dashboard = yield* openDashboard({ dir, caDir, verifierUrl: verifier.url, agentIds: fleet.value.agents.map((a) => a.id) })
+    const dashboard = yield* openDashboard({ dir, caDir, verifierUrl: verifier.url, agentIds: fleet.agents.map((a) => a.id) })
     console.log(`dashboard: ${dashboard.url} (process ${dashboard.pid}), a client on its live events and pages`)
     const result = yield* runPhase({ ...common, name: "dashboard", minutes: DASHBOARD_MINUTES, dashboard })
     console.log(`dashboard client: ${dashboard.stats.events} live events, ${dashboard.stats.requests} requests, ${dashboard.stats.errors} failed${dashboard.stats.errors > 0 ? ` (last: ${dashboard.stats.lastError})` : ""}`)
     return result
   }))
 
-  const report = (suffix: string, r: PhaseResult) => {
-    console.log(`BENCH soak_missed_schedules${suffix} ${r.missed}`)
-    console.log(`BENCH soak_rss_growth_ratio${suffix} ${r.rssGrowthRatio.toFixed(3)}`)
-    if (r.heapGrowthRatio !== undefined) console.log(`BENCH soak_heap_growth_ratio${suffix} ${r.heapGrowthRatio.toFixed(3)}`)
-    console.log(`BENCH soak_fd_growth${suffix} ${r.fdGrowth}`)
-    console.log(`BENCH soak_db_bytes_per_attestation${suffix} ${r.dbBytesPerAttestation.toFixed(0)} B`)
-    console.log(`BENCH soak_attestations_per_s${suffix} ${r.attestationsPerS.toFixed(1)} 1/s`)
+  // every figure says what it was measured on: a run of 300 agents for 5 minutes is not the issue's 1,200 for 30
+  const on = (minutes: number) => `(${PULL} pull + ${PUSH} push agents${pushReady < PUSH ? `, ${pushReady} push attesting` : ""}, quote_interval ${INTERVAL} s, ${minutes} min, ${POSTGRES ? "PostgreSQL" : "SQLite"}, load average ${loadavg()[0]!.toFixed(1)})`
+  const report = (suffix: string, r: PhaseResult, minutes: number) => {
+    console.log(`BENCH soak_missed_schedules${suffix} ${r.missed} agent-checks ${on(minutes)}`)
+    console.log(`BENCH soak_rss_growth_ratio${suffix} ${r.rssGrowthRatio.toFixed(3)} x ${on(minutes)}`)
+    if (r.heapGrowthRatio !== undefined) console.log(`BENCH soak_heap_growth_ratio${suffix} ${r.heapGrowthRatio.toFixed(3)} x ${on(minutes)}`)
+    console.log(`BENCH soak_fd_growth${suffix} ${r.fdGrowth} fds ${on(minutes)}`)
+    console.log(`BENCH soak_db_bytes_per_attestation${suffix} ${r.dbBytesPerAttestation.toFixed(0)} B ${on(minutes)}`)
+    console.log(`BENCH soak_attestations_per_s${suffix} ${r.attestationsPerS.toFixed(1)} 1/s ${on(minutes)}`)
+    console.log(`BENCH soak_verifier_cpu_pct${suffix} ${r.verifierCpuPct.toFixed(0)} % ${on(minutes)}`)
+    console.log(`BENCH soak_load_generators_cpu_pct${suffix} ${r.loadCpuPct.toFixed(0)} % ${on(minutes)}`)
   }
-  report("", plain)
-  if (withDashboard !== undefined) report("_dashboard", withDashboard)
+  console.log(`BENCH soak_enrol_seconds ${enrolSeconds.toFixed(0)} s (${PULL} pull + ${pushReady} push agents, ${ENROL_CONCURRENCY} at a time)`)
+  report("", plain, MINUTES)
+  if (withDashboard !== undefined) report("_dashboard", withDashboard, DASHBOARD_MINUTES)
 })
 
 Effect.runPromise(program.pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.Warning))).then(
