@@ -235,7 +235,7 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
         let healthy = fleet.slice(3)
         for (const a of failing) yield* a.machine.measure(FORBIDDEN.path, FORBIDDEN.content)
         for (const a of healthy) yield* a.machine.measure(ALLOWED.path, ALLOWED.content)
-        yield* toR1.run(r1.url)
+        const toR1Fiber = yield* toR1.run(r1.url)
         const keepFiber = yield* keep.run(door.url)
         yield* waitFor("the three agents invalid", rows, (byId) => failing.every((a) => byId.get(a.id)?.operational_state === INVALID_QUOTE), 120_000)
         yield* waitFor("TO_R1 accepted twice", toR1.accepted, (n) => n >= 2, 120_000)
@@ -301,7 +301,11 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
             return killedAt
           })
 
-        // r1 answers 202 to ORPHAN's evidence and dies (SIGKILL) before judging it; r3 starts at once
+        // TO_R1 stops just before r1's death, its last evidence judged (evidence r1 accepted and never judged would be an orphan too)
+        yield* Fiber.interrupt(toR1Fiber)
+        const toR1Accepted = yield* toR1.accepted
+        yield* waitFor("TO_R1's last evidence judged", status(TO_R1), (s) => s.attestation_count >= toR1Accepted, 60_000)
+        // r1 answers 202 to ORPHAN's evidence and dies (SIGKILL) before judging it
         const orphanStartedAt = Date.now()
         yield* orphan.run(r1.url)
         // a survivor's push duties judge it (watched from now: its agent, left without a verifier, times out 10 s after that verdict)
@@ -321,12 +325,20 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
         // TO_R1's deadline, last written by r1, fires on a survivor
         yield* waitFor("TO_R1 timed out", status(TO_R1), (s) => s.attestation_status === "TIMEOUT", 60_000)
         // each failed agent's notice delivered once, wherever it was made and whoever held it at the kill
+        // (a delivery the receiver, in this busy process, answered after request_timeout is sent again: at least once; each such retry is named in a runner's log)
         const notices = (expected: ReadonlyArray<string>) =>
           Effect.gen(function*() {
-            const noticed = () => (webhook.bodies as Array<{ msg: string }>).map((b) => JSON.parse(b.msg) as { agent_id: string; event_id: string }).map((m) => `${m.agent_id} ${m.event_id}`).sort()
+            const noticed = () => (webhook.bodies as Array<{ msg: string }>).map((b) => JSON.parse(b.msg) as { agent_id: string; event_id: string })
             yield* waitFor("every notice delivered", Effect.sync(noticed), (n) => n.length >= expected.length, 120_000)
             yield* waitFor("the outbox empty", Effect.orDie(c.sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM verifier_notifications`), (r) => Number(r[0]!.n) === 0, 120_000)
-            expect({ seed, notices: noticed() }).toEqual({ seed, notices: expected.map((id) => `${id} ima.validation.ima-ng.not_in_allowlist`).sort() })
+            const unanswered = (id: string) =>
+              started.reduce((n, r) => n + r.run.lines.filter((l) => l.text.includes(`notification about ${id} not delivered`) && l.text.includes("no answer within request_timeout")).length, 0)
+            const delivered = expected.map((id) => {
+              const times = noticed().filter((m) => m.agent_id === id && m.event_id === "ima.validation.ima-ng.not_in_allowlist").length
+              return { agent: id, once: times === 1 || (times > 1 && times <= 1 + unanswered(id)), times }
+            })
+            expect({ seed, delivered, others: noticed().filter((m) => !expected.includes(m.agent_id)) })
+              .toEqual({ seed, delivered: delivered.map((d) => ({ ...d, once: true })), others: [] })
           })
         yield* notices(failing.map((a) => a.id))
 
@@ -350,8 +362,9 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
           yield* waitFor(`KEEP accepted after round ${n} (seed ${seed})`, keep.accepted, (k) => k > keepAccepted, 120_000)
         }
         yield* Fiber.interrupt(watch)
+        // never timed out, by every runner's log (the status sampled through the door may miss a short TIMEOUT)
+        expect({ seed, keepStatuses: [...keepStatuses].sort(), keepTimedOut: timedOut(started, KEEP) }).toEqual({ seed, keepStatuses: ["PASS"], keepTimedOut: started.map(() => 0) })
         yield* Fiber.interrupt(keepFiber)
-        expect({ seed, keepStatuses: [...keepStatuses].sort() }).toEqual({ seed, keepStatuses: ["PASS"] })
 
         // End. the runners now: one loop per agent, each verdict counted once, both attesting a fair share
         yield* sleep(2 * QUOTE_INTERVAL * 1000) // the last move settles
