@@ -14,6 +14,8 @@ import { PgClient } from "@effect/sql-pg"
 import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { copyFileSync, mkdirSync } from "node:fs"
+import { spawn } from "node:child_process"
+import * as net from "node:net"
 import { join } from "node:path"
 import { RunningAgent } from "../../src/agent/Agent.js"
 import { SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
@@ -122,7 +124,7 @@ export const clusterOn = (o: {
     const admin = verifierAdmin(ca)
     const runnerDb = o.runnerDb === undefined ? db : o.runnerDb(db)
 
-    const startRunner = (name: string): Effect.Effect<Runner, never, Scope.Scope> =>
+    const startRunner = (name: string, env: Readonly<Record<string, string>> = {}): Effect.Effect<Runner, never, Scope.Scope> =>
       Effect.gen(function*() {
         const [runnerPort, metricsPort] = yield* Effect.promise(() => freshPorts(2))
         const config = writeVerifierConfig(dir, {
@@ -141,7 +143,7 @@ export const clusterOn = (o: {
             ...(o.extra ?? [])
           ]
         })
-        const run = startAttest(["verifier", "--config", config])
+        const run = startAttest(["verifier", "--config", config], { env })
         yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
         // a runner that leaves at start: its last words reach us after its exit, so they are read a moment later
         const line = yield* Effect.tryPromise(() => run.waitFor(LISTENING, 120_000)).pipe(
@@ -254,18 +256,6 @@ export const expectOneLoopEach = (fleet: ReadonlyArray<FleetAgent>, a: Snapshot,
   return b.counted.map((n, i) => n - a.counted[i]!)
 }
 
-/** Every quote served before `b` is judged (`lost` more may go unjudged per agent where a loop was cut, or a reply came too late). */
-export const expectAllJudged = (fleet: ReadonlyArray<FleetAgent>, b: Snapshot, rows: Effect.Effect<Map<string, AgentRow>>, lost: number) =>
-  Effect.gen(function*() {
-    const byId = yield* Effect.either(waitUntil(rows, (r) => fleet.every((a, i) => r.get(a.id)!.attestation_count >= b.asked[i]! - lost), 60_000))
-    const now = byId._tag === "Right" ? byId.right : yield* rows
-    const short = fleet.flatMap((a, i) => {
-      const missing = b.asked[i]! - now.get(a.id)!.attestation_count
-      return missing > lost ? [{ agent: a.id, served: b.asked[i]!, verdicts: now.get(a.id)!.attestation_count }] : []
-    })
-    expect({ lost, unjudged: short }).toEqual({ lost, unjudged: [] })
-  })
-
 const waitUntil = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, ms: number): Effect.Effect<A, string> =>
   Effect.gen(function*() {
     const deadline = Date.now() + ms
@@ -290,3 +280,113 @@ export const tellRunnersOnFailure = (runners: () => ReadonlyArray<Runner>, lines
 /** How often each runner said its shard-lock storage was unhealthy (it then lets go of all its shards). */
 export const lockTrouble = (runners: ReadonlyArray<Runner>) =>
   Object.fromEntries(runners.map((r) => [r.name, r.run.lines.filter((l) => l.text.includes("Shard lock storage is unhealthy")).length]))
+
+/**
+ * What stands in front of a cluster's REST API in a deployment (a load balancer): a TCP relay on
+ * 127.0.0.1 to one runner's API port, moved to another runner when that one dies (its connections
+ * are cut, as a balancer's health check would). TLS passes through: the client talks to the runner.
+ */
+export const frontDoor = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ readonly url: string; readonly to: (runnerUrl: string) => void; readonly close: () => void }>((resolve) => {
+      let target = 0
+      const open = new Set<net.Socket>()
+      const server = net.createServer((client) => {
+        const upstream = net.connect({ host: "127.0.0.1", port: target })
+        open.add(client).add(upstream)
+        const cut = () => (client.destroy(), upstream.destroy(), open.delete(client), open.delete(upstream))
+        client.pipe(upstream).pipe(client)
+        for (const s of [client, upstream]) s.on("error", cut).on("close", cut)
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({
+          url: `https://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+          to: (runnerUrl) => {
+            target = Number(new URL(runnerUrl).port)
+            for (const s of open) s.destroy()
+          },
+          close: () => (server.close(), [...open].forEach((s) => s.destroy()))
+        })
+      )
+    })
+  ),
+  (door) => Effect.sync(door.close)
+)
+
+/**
+ * Each agent's quotes served but not judged, once every agent has at most `allowed[i]` of them
+ * (waited for up to a minute; the assertion names the agents still short).
+ */
+export const unjudged = (fleet: ReadonlyArray<FleetAgent>, b: Snapshot, rows: Effect.Effect<Map<string, AgentRow>>, allowed: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    const missing = (r: Map<string, AgentRow>) => fleet.map((a, i) => b.asked[i]! - r.get(a.id)!.attestation_count)
+    const byId = yield* Effect.either(waitUntil(rows, (r) => missing(r).every((m, i) => m <= allowed[i]!), 60_000))
+    const now = missing(byId._tag === "Right" ? byId.right : yield* rows)
+    const short = fleet.flatMap((a, i) => now[i]! > allowed[i]! ? [{ agent: a.id, served: b.asked[i]!, unjudged: now[i]!, allowed: allowed[i]! }] : [])
+    expect({ unjudgedBeyondAllowed: short }).toEqual({ unjudgedBeyondAllowed: [] })
+    return now
+  })
+
+/** The relay of databaseRelay, run as a process of its own: stdin lines `refuse`, `accept`, `peak` (answered `peak <n>`). */
+const RELAY_SCRIPT = `
+const net = require("node:net")
+const [host, port] = [process.argv[1], Number(process.argv[2])]
+const open = new Set()
+let refusing = false, peak = 0
+const server = net.createServer((client) => {
+  if (refusing) return client.destroy()
+  const upstream = net.connect({ host, port })
+  open.add(client)
+  peak = Math.max(peak, open.size)
+  const cut = () => (open.delete(client), client.destroy(), upstream.destroy())
+  client.pipe(upstream).pipe(client)
+  for (const s of [client, upstream]) s.on("error", cut).on("close", cut)
+})
+server.listen(0, "127.0.0.1", () => console.log("port " + server.address().port))
+let buffered = ""
+process.stdin.on("data", (d) => {
+  buffered += d
+  const lines = buffered.split("\\n")
+  buffered = lines.pop()
+  for (const l of lines) {
+    if (l === "refuse") { refusing = true; for (const s of [...open]) s.destroy() }
+    if (l === "accept") refusing = false
+    if (l === "peak") console.log("peak " + peak)
+  }
+})
+process.stdin.on("end", () => process.exit(0))
+`
+
+/**
+ * A TCP relay to PostgreSQL in a process of its own (as test/support/tcpProxy.ts, whose relay runs
+ * in the test's process: there, 50 simulated agents' work delayed the runners' every statement and
+ * their shard-lock refreshes timed out): `refuse()` cuts every connection and every new one (the
+ * database is down), `accept()` relays again, `peak` the most connections ever open at once.
+ */
+export const databaseRelay = Effect.acquireRelease(
+  Effect.promise(() => {
+    const target = new URL(postgresUrl)
+    const child = spawn(process.execPath, ["-e", RELAY_SCRIPT, target.hostname, target.port || "5432"], { stdio: ["pipe", "pipe", "inherit"] })
+    const waiting: Array<(line: string) => void> = []
+    let buffered = ""
+    child.stdout.on("data", (d: Buffer) => {
+      buffered += d.toString("utf8")
+      const lines = buffered.split("\n")
+      buffered = lines.pop() ?? ""
+      for (const l of lines) waiting.shift()?.(l)
+    })
+    const next = () => new Promise<string>((r) => waiting.push(r))
+    return next().then((line) => ({
+      port: Number(line.split(" ")[1]),
+      refuse: () => void child.stdin.write("refuse\n"),
+      accept: () => void child.stdin.write("accept\n"),
+      peak: Effect.promise(() => {
+        const answer = next()
+        child.stdin.write("peak\n")
+        return answer.then((l) => Number(l.split(" ")[1]))
+      }),
+      close: () => new Promise<void>((r) => child.exitCode !== null || child.signalCode !== null ? r() : (child.once("exit", () => r()), child.kill("SIGKILL")))
+    }))
+  }),
+  (relay) => Effect.promise(relay.close)
+)

@@ -7,7 +7,7 @@
  * - ATTEST_TEST_CRASH_BEFORE_PUSH_VERDICT=<agent id>: the process kills itself with SIGKILL after
  *   accepting that agent's evidence and before judging it (a moment later, so the 202 reaches the
  *   agent), leaving the verdict orphaned.
- * Used by test/verifier/twoProcesses.test.ts and test/verifier/clusterPush.test.ts.
+ * Used by test/verifier/twoProcesses.test.ts and test/verifier/cluster.test.ts.
  */
 import { Effect } from "effect"
 
