@@ -73,7 +73,7 @@ export const answerFixedRoutesFirst = (
   const table = fixedRouteTable(routes)
   const runSync = Runtime.runSyncExit(runtime)
   const allowed = (route: FixedRoute) => Exit.isSuccess(runSync(provider.authorize({ action: route.action, operationClass: "public", identity: ANONYMOUS }) as Effect.Effect<void, unknown>))
-  const handlers = node.listeners("request") as ReadonlyArray<(req: http.IncomingMessage, res: http.ServerResponse) => void>
+  const handlers = node.listeners("request") as unknown as ReadonlyArray<(req: http.IncomingMessage, res: http.ServerResponse) => void>
   const front = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const started = process.hrtime.bigint()
     const fixed = req.method === "GET" && !hasBody(req) ? table.get(req.url ?? "") : undefined
