@@ -87,7 +87,7 @@ in
     database_pool_max = lib.mkOption {
       type = t.ints.between 1 1000;
       default = 10;
-      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
     };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];
@@ -459,7 +459,7 @@ in
     database_pool_max = lib.mkOption {
       type = t.ints.between 1 1000;
       default = 10;
-      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
     };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];

@@ -33,7 +33,7 @@ const database = {
   data_dir: string(DATA_DIR, "directory for the SQLite database and other state"),
   database_pool_max: integer(
     10,
-    "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one",
+    "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one",
     { min: 1, max: 1000 }
   ),
   authorization_provider: literal(["simple"], "simple", "authorization provider for admin operations")
