@@ -95,9 +95,9 @@ in
       description = "authorization provider for admin operations";
     };
     database_write_batch_window = lib.mkOption {
-      type = t.numbers.nonnegative;
-      default = 0;
-      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone";
+      type = t.either (t.enum [ "auto" ]) t.numbers.nonnegative;
+      default = "auto";
+      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone";
     };
     database_write_batch_max = lib.mkOption {
       type = t.ints.positive;

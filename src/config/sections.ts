@@ -7,7 +7,7 @@ import { clusterOptions } from "./clusterOptions.js"
 import { listenerTimeoutOptions } from "./listenerOptions.js"
 import { literalList } from "./literalList.js"
 import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
-import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+import { boolean, integer, literal, port, seconds, secondsOr, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
 const CA_DIR = "/var/lib/attest/cv_ca"
@@ -50,9 +50,10 @@ export const verifierSection = {
   enable_agent_mtls: boolean(true, "talk to pull agents over mTLS"),
   ...database,
   // --- the pull loops' writes, batched on PostgreSQL (src/verifier/pull/writeBatch.ts) ---
-  database_write_batch_window: seconds(
-    0,
-    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone"
+  database_write_batch_window: secondsOr(
+    "auto",
+    "auto",
+    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone"
   ),
   database_write_batch_max: integer(100, "PostgreSQL: a batch of the pull loops' writes is sent as soon as this many wait, before its window ends", { min: 1 }),
   verifier_id: string("default", "name of this verifier"),
