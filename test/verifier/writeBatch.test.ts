@@ -3,7 +3,7 @@
  * submitted together share one transaction and each keeps its own answer (a stale owner epoch
  * loses alone), a verdict's notice is stored in its transaction only when the verdict won, and a
  * write that fails fails alone (the batch is rolled back and the others written each on its own).
- * SQLite keeps writing each alone. The window's default, "auto", batches in cluster mode only.
+ * SQLite keeps writing each alone. The window "auto" batches in cluster mode only.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -180,9 +180,11 @@ describe("the batch window's default", () => {
     const r = resolveSection("verifier", { env })
     return Either.isRight(r) ? batchWindowOf(r.right.values) : r.left.problems.map((p) => p.reason)
   }
-  it("is 0.1 s in cluster mode and 0 (each write alone) without; a value given is used in both", () => {
+  it("is 0 (each write alone); \"auto\" is 0.1 s in cluster mode and 0 without; a value given is used in both", () => {
     expect(windowOf({})).toEqual(0)
-    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true" })).toEqual(0.1)
+    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true" })).toEqual(0)
+    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true", ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "auto" })).toEqual(0.1)
+    expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "auto" })).toEqual(0)
     expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true", ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "0" })).toEqual(0)
     expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "0.05" })).toEqual(0.05)
     expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "soon" })).toEqual([
