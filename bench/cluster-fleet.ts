@@ -21,6 +21,8 @@
  *
  *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
  *   CLUSTER_FLEET_AB=1 npm run bench -- cluster-fleet   (only 1 runner unbatched / batched, alternated twice)
+ *   CLUSTER_FLEET_PHASES=single,2 …   only those phases (single, unbatched, 1, 2, 3)
+ *   BENCH_PROF_DIR=<dir> …             a CPU profile of each verifier; read with bench/_profileSummary.ts
  * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a database per phase).
  */
 import { spawn } from "node:child_process"
@@ -45,6 +47,11 @@ const QUOTE_INTERVAL = 2
 const ON_SCHEDULE = 0.8
 /** The batch window of the batched phases (the option's default is 0: off). */
 const BATCH_WINDOW = Number(process.env["CLUSTER_FLEET_BATCH_WINDOW"] ?? 0.1)
+/** BENCH_PROF_DIR=<dir>: a CPU profile of every verifier (<phase>-<n>.cpuprofile), its window printed in the profile's clock. */
+const PROF_DIR = process.env["BENCH_PROF_DIR"]
+/** CLUSTER_FLEET_PHASES=single,1,2: only those phases (while developing); every one by default. */
+const PHASES = new Set((process.env["CLUSTER_FLEET_PHASES"] ?? "single,unbatched,1,2,3").split(","))
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
 const dir = mkdtempSync(join(tmpdir(), "attest-bench-cluster-"))
 const caDir = join(dir, "ca")
@@ -59,11 +66,14 @@ interface Child {
   readonly kill: (signal: NodeJS.Signals) => Promise<void>
 }
 
-/** A child process until `ready` reads its output; killed when the scope closes. */
-const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined) =>
+/**
+ * A child process until `ready` reads its output; stopped when the scope closes (SIGKILL, or SIGINT
+ * for a profiled one, so it writes its profile).
+ */
+const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | undefined, env: Record<string, string> = {}, stop: NodeJS.Signals = "SIGKILL") =>
   Effect.acquireRelease(
     Effect.async<{ value: A } & Child>((resume) => {
-      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] })
+      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } })
       let out = ""
       let done = false
       const exited = new Promise<void>((r) => child.once("exit", () => r()))
@@ -79,7 +89,7 @@ const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | 
         if (!done) resume(Effect.dieMessage(`${args.join(" ")} exited (${code}): ${out.slice(-2000)}`))
       })
     }),
-    (c) => Effect.promise(() => c.kill("SIGKILL"))
+    (c) => Effect.promise(() => c.kill(stop))
   )
 
 /**
@@ -121,11 +131,12 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batc
       ...(batchWindow === undefined ? [] : [`database_write_batch_window = ${batchWindow}`]),
       ""
     ].join("\n"))
-    const child = yield* childUntil(attestCommand(["verifier", "--config", config]), (out) => {
+    const profile = PROF_DIR === undefined || name === "ca" ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`]
+    const child = yield* childUntil([...profile, ...attestCommand(["verifier", "--config", config])], (out) => {
       const api = /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1]
       const metrics = /attest verifier: metrics \(Prometheus\) on (\S+)/.exec(out)?.[1]
       return api === undefined || metrics === undefined ? undefined : { api, metrics }
-    })
+    }, {}, profile.length > 0 ? "SIGINT" : "SIGKILL")
     return { ...child, url: child.value.api, metrics: child.value.metrics }
   })
 
@@ -148,10 +159,10 @@ const enrol = (url: string, fleet: Fleet) =>
       rawRequest({ method, baseUrl: url, path, tls, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
     const added = yield* send("POST", "/v2.6/allowlists/fleet", policyBody)
     if (added.status !== 201 && added.status !== 200) return yield* Effect.dieMessage(`policy: ${added.status} ${added.body}`)
-    for (const a of fleet.agents) {
-      const r = yield* send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.cert))
-      if (r.status !== 200) return yield* Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)
-    }
+    // a few at once: one after the other, 300 agents took minutes on a loaded machine
+    yield* Effect.forEach(fleet.agents, (a) =>
+      Effect.flatMap(send("POST", `/v2.6/agents/${a.id}`, fleetAgentBody(a, fleet.cert)), (r) =>
+        r.status === 200 ? Effect.void : Effect.dieMessage(`enrolment of ${a.id}: ${r.status} ${r.body}`)), { concurrency: 8, discard: true })
   })
 
 const rowsOf = (db: Pg.Pool) =>
@@ -176,6 +187,20 @@ const dbCounters = (metricsUrl: string | undefined) =>
     }
   })
 
+/**
+ * Every transaction committed in the phase's database (reads too: each statement outside a
+ * transaction is one) and the rows written, from pg_stat_database: what the runners, the engine
+ * (shard locks, heartbeats, stored messages) and the loops cost PostgreSQL together. Backends report
+ * them about once a second (idle ones within 10 s), so the figure over a window is approximate.
+ */
+const databaseCounters = (db: Pg.Pool) =>
+  Effect.promise(async () => {
+    const r = await db.query(
+      `SELECT xact_commit + xact_rollback AS tx, tup_inserted + tup_updated + tup_deleted AS rows FROM pg_stat_database WHERE datname = current_database()`
+    )
+    return { tx: Number(r.rows[0].tx), rows: Number(r.rows[0].rows) }
+  })
+
 /** The machine's busy and total CPU ms over every core (/proc/stat). */
 const machineCpu = () => {
   const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
@@ -193,6 +218,9 @@ interface Figure {
   readonly txPerAttestation: number
   /** Share of the machine's CPU busy in the window (every process on it). */
   readonly machineBusy: number
+  /** Every transaction in the phase's database, and the rows written, per attestation (databaseCounters). */
+  readonly dbTxPerAttestation: number
+  readonly dbRowsPerAttestation: number
 }
 
 /** Warm-up, then the window: CPU of `pids` per attestation and agents on schedule. */
@@ -204,12 +232,16 @@ const measure = (db: Pg.Pool, processes: ReadonlyArray<Child>) =>
     const pids = processes.map((p) => p.pid)
     const db0 = yield* Effect.forEach(processes, (p) => dbCounters(p.metrics))
     const machine0 = machineCpu()
+    const database0 = yield* databaseCounters(db)
     const cpu0 = pids.map(cpuMs)
     const t0 = performance.now()
+    const us0 = monotonicUs()
     yield* sleep(WINDOW_S * 1000)
+    if (PROF_DIR !== undefined) console.log(`profile window (monotonic µs): ${us0} ${monotonicUs()}`)
     const cpu = pids.map(cpuMs).reduce((s, c, i) => s + c - cpu0[i]!, 0)
     const seconds = (performance.now() - t0) / 1000
     const machine1 = machineCpu()
+    const database1 = yield* databaseCounters(db)
     const db1 = yield* Effect.forEach(processes, (p) => dbCounters(p.metrics))
     const writes = db1.reduce((s, d, i) => s + d.writes - db0[i]!.writes, 0)
     const transactions = db1.reduce((s, d, i) => s + d.transactions - db0[i]!.transactions, 0)
@@ -227,7 +259,9 @@ const measure = (db: Pg.Pool, processes: ReadonlyArray<Child>) =>
       writesPerS: writes / seconds / processes.length,
       txPerS: transactions / seconds / processes.length,
       txPerAttestation: transactions / Math.max(1, attestations),
-      machineBusy: (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total)
+      machineBusy: (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total),
+      dbTxPerAttestation: (database1.tx - database0.tx) / Math.max(1, attestations),
+      dbRowsPerAttestation: (database1.rows - database0.rows) / Math.max(1, attestations)
     } satisfies Figure
   })
 
@@ -251,6 +285,7 @@ const phase = (
     console.log(
       `${label.padEnd(18)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule; ` +
         `per runner ${figure.writesPerS.toFixed(1)} loop writes/s in ${figure.txPerS.toFixed(1)} transactions/s (${figure.txPerAttestation.toFixed(3)} per attestation); ` +
+        `the database: ${figure.dbTxPerAttestation.toFixed(2)} transactions (reads included) and ${figure.dbRowsPerAttestation.toFixed(2)} rows written per attestation; ` +
         `machine ${(figure.machineBusy * 100).toFixed(0)}% busy, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`
     )
     if (after !== undefined) yield* after({ db, processes })
@@ -285,7 +320,7 @@ const main = Effect.gen(function*() {
   })).pipe(Effect.zipRight(childUntil(["--import", "tsx", "bench/_fleet.ts", String(AGENTS), caDir], (out) => {
     const line = out.split("\n").find((l) => l.startsWith("{"))
     return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as Fleet)
-  })))
+  }, { FLEET_AK: "ecc" })))
   const fleet = fleetProcess.value
   if (process.env["CLUSTER_FLEET_AB"] === "1") {
     // the batching alone, alternated (a shared machine's load moves between phases): 1 runner unbatched, batched, twice
@@ -296,24 +331,25 @@ const main = Effect.gen(function*() {
     }
     return
   }
-  const single = yield* phase("single", 1, false, fleet)
-  const unbatched = yield* phase("1 runner unbatched", 1, true, fleet, undefined, 0)
-  const one = yield* phase("1 runner", 1, true, fleet)
-  const two = yield* phase("2 runners", 2, true, fleet, failover)
-  const three = yield* phase("3 runners", 3, true, fleet)
-  const ratio1 = one.cpuMsPerAttestation / single.cpuMsPerAttestation
-  const ratio2 = two.cpuMsPerAttestation / single.cpuMsPerAttestation
-  console.log(`ratio to single-process mode (same run, same database): 1 runner ${ratio1.toFixed(2)}, 2 runners ${ratio2.toFixed(2)} (target <= 1.2)`)
-  console.log(`BENCH cluster_agents_on_schedule_1 ${one.onSchedule}`)
-  console.log(`BENCH cluster_agents_on_schedule_2 ${two.onSchedule}`)
-  console.log(`BENCH cluster_agents_on_schedule_3 ${three.onSchedule}`)
+  const run = (key: string, go: () => Effect.Effect<Figure, never, never>) => (PHASES.has(key) ? Effect.map(go(), (f) => f as Figure | undefined) : Effect.succeed(undefined))
+  const single = yield* run("single", () => phase("single", 1, false, fleet))
+  const unbatched = yield* run("unbatched", () => phase("1 runner unbatched", 1, true, fleet, undefined, 0))
+  const one = yield* run("1", () => phase("1 runner", 1, true, fleet))
+  const two = yield* run("2", () => phase("2 runners", 2, true, fleet, failover))
+  const three = yield* run("3", () => phase("3 runners", 3, true, fleet))
+  const ratio = (f: Figure | undefined) => (f === undefined || single === undefined ? Number.NaN : f.cpuMsPerAttestation / single.cpuMsPerAttestation)
+  const tx = (f: Figure | undefined) => (f === undefined ? "-" : f.txPerAttestation.toFixed(3))
+  console.log(`ratio to single-process mode (same run, same fleet): 1 runner ${ratio(one).toFixed(2)}, 2 runners ${ratio(two).toFixed(2)}, 3 runners ${ratio(three).toFixed(2)} (target <= 1.2)`)
   console.log(
-    `loop-write transactions per attestation: unbatched ${unbatched.txPerAttestation.toFixed(3)}, batched 1 runner ${one.txPerAttestation.toFixed(3)}, 2 runners ${two.txPerAttestation.toFixed(3)}, 3 runners ${three.txPerAttestation.toFixed(3)} (target <= 0.1); ` +
-      `CPU per attestation batched / unbatched (1 runner) ${(one.cpuMsPerAttestation / unbatched.cpuMsPerAttestation).toFixed(2)}`
+    `loop-write transactions per attestation: unbatched ${tx(unbatched)}, batched 1 runner ${tx(one)}, 2 runners ${tx(two)}, 3 runners ${tx(three)} (target <= 0.1)` +
+      (one !== undefined && unbatched !== undefined ? `; CPU per attestation batched / unbatched (1 runner) ${(one.cpuMsPerAttestation / unbatched.cpuMsPerAttestation).toFixed(2)}` : "")
   )
-  console.log(`BENCH cluster_db_tx_per_attestation ${two.txPerAttestation.toFixed(3)}`)
-  console.log(`BENCH cluster_cpu_ratio_to_single ${ratio2.toFixed(3)}`)
-  console.log(`BENCH cluster_failover_s ${failoverSeconds.toFixed(1)} s`)
+  if (one !== undefined) console.log(`BENCH cluster_agents_on_schedule_1 ${one.onSchedule}`)
+  if (two !== undefined) console.log(`BENCH cluster_agents_on_schedule_2 ${two.onSchedule}`)
+  if (three !== undefined) console.log(`BENCH cluster_agents_on_schedule_3 ${three.onSchedule}`)
+  if (two !== undefined) console.log(`BENCH cluster_db_tx_per_attestation ${two.txPerAttestation.toFixed(3)}`)
+  if (two !== undefined && single !== undefined) console.log(`BENCH cluster_cpu_ratio_to_single ${ratio(two).toFixed(3)}`)
+  if (two !== undefined) console.log(`BENCH cluster_failover_s ${failoverSeconds.toFixed(1)} s`)
 }).pipe(Effect.scoped)
 
 Effect.runPromise(main).then(

@@ -87,7 +87,7 @@ in
     database_pool_max = lib.mkOption {
       type = t.ints.between 1 1000;
       default = 10;
-      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
     };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];
@@ -95,9 +95,9 @@ in
       description = "authorization provider for admin operations";
     };
     database_write_batch_window = lib.mkOption {
-      type = t.numbers.nonnegative;
+      type = t.either (t.enum [ "auto" ]) t.numbers.nonnegative;
       default = 0;
-      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone";
+      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default until a loaded failover run with batching is clean) writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone";
     };
     database_write_batch_max = lib.mkOption {
       type = t.ints.positive;
@@ -459,7 +459,7 @@ in
     database_pool_max = lib.mkOption {
       type = t.ints.between 1 1000;
       default = 10;
-      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
+      description = "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one";
     };
     authorization_provider = lib.mkOption {
       type = t.enum [ "simple" ];

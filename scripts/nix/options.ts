@@ -16,7 +16,7 @@ export const nixType = (type: OptionType): string => {
     case "boolean":
       return "t.bool"
     case "seconds":
-      return "t.numbers.nonnegative"
+      return type.orWord === undefined ? "t.numbers.nonnegative" : `t.either (t.enum ${nixValue([type.orWord])}) t.numbers.nonnegative`
     case "literal":
       return `t.enum ${nixValue(type.values)}`
     case "list":

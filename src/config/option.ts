@@ -15,7 +15,7 @@ export type RawValue = TomlValue
 export type OptionType =
   | { readonly kind: "string" }
   | { readonly kind: "integer"; readonly min?: number; readonly max?: number }
-  | { readonly kind: "seconds" }
+  | { readonly kind: "seconds"; readonly orWord?: string }
   | { readonly kind: "boolean" }
   | { readonly kind: "literal"; readonly values: ReadonlyArray<string> }
   | { readonly kind: "list"; readonly values?: ReadonlyArray<string> }
@@ -102,6 +102,29 @@ export const seconds = (def: number, doc: string): OptionSpec<number> => ({
   doc,
   type: { kind: "seconds" }
 })
+
+/**
+ * Non-negative seconds, or a word whose meaning the program works out from other options (e.g.
+ * "auto": a value that depends on the mode), so a file that leaves the default keeps it whatever
+ * the mode (a generated file writes every default out).
+ */
+export const secondsOr = <const W extends string>(word: W, def: number | W, doc: string): OptionSpec<number | W> => {
+  const plain = seconds(0, doc)
+  return {
+    schema: fromRaw(
+      (raw) =>
+        raw === word
+          ? Either.right(word)
+          : Either.mapLeft(Schema.decodeUnknownEither(plain.schema)(raw), () =>
+            typeof raw === "string" || typeof raw === "number" ? `expected a number of seconds (not negative) or "${word}", got ${show(raw)}` : `expected a number of seconds or "${word}", got ${show(raw)}`),
+      (a) => a,
+      Schema.Union(Schema.Number, Schema.Literal(word))
+    ),
+    default: def,
+    doc,
+    type: { kind: "seconds", orWord: word }
+  }
+}
 
 const TRUE = new Set(["true", "yes", "on", "1"])
 const FALSE = new Set(["false", "no", "off", "0"])

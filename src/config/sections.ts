@@ -7,7 +7,7 @@ import { clusterOptions } from "./clusterOptions.js"
 import { listenerTimeoutOptions } from "./listenerOptions.js"
 import { literalList } from "./literalList.js"
 import { observabilityOptions, registrarOperationsOptions, verifierOperationsOptions } from "./operationsOptions.js"
-import { boolean, integer, literal, port, seconds, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
+import { boolean, integer, literal, port, seconds, secondsOr, type SectionSpec, type SectionValues, string, stringList } from "./option.js"
 
 const DATA_DIR = "/var/lib/attest"
 const CA_DIR = "/var/lib/attest/cv_ca"
@@ -33,7 +33,7 @@ const database = {
   data_dir: string(DATA_DIR, "directory for the SQLite database and other state"),
   database_pool_max: integer(
     10,
-    "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one",
+    "PostgreSQL: the most connections this process opens to the database (its pool; a request waits for a free one). At least 2 on PostgreSQL (3 with cluster = true): smaller pools are refused at start. Every process (each cluster runner, the registrar) has its own: the server's max_connections must exceed their sum. SQLite uses one",
     { min: 1, max: 1000 }
   ),
   authorization_provider: literal(["simple"], "simple", "authorization provider for admin operations")
@@ -50,9 +50,10 @@ export const verifierSection = {
   enable_agent_mtls: boolean(true, "talk to pull agents over mTLS"),
   ...database,
   // --- the pull loops' writes, batched on PostgreSQL (src/verifier/pull/writeBatch.ts) ---
-  database_write_batch_window: seconds(
+  database_write_batch_window: secondsOr(
+    "auto",
     0,
-    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default for now: a cluster failover stalled once with batching on) writes each alone. SQLite always writes each alone"
+    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default until a loaded failover run with batching is clean) writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone"
   ),
   database_write_batch_max: integer(100, "PostgreSQL: a batch of the pull loops' writes is sent as soon as this many wait, before its window ends", { min: 1 }),
   verifier_id: string("default", "name of this verifier"),

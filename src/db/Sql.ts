@@ -26,6 +26,12 @@ export interface DatabaseOptions {
 /** The pool bound when a caller gives none (the option's default). */
 export const DEFAULT_POOL_MAX = 10
 
+/**
+ * The smallest pool that can start on PostgreSQL: the migrations run while one connection holds the
+ * start lock (startLock.ts), so a pool of one waits for itself forever.
+ */
+export const PG_POOL_MIN = 2
+
 /** Bad `database_url` or an unusable data directory: a start-up error that names the option. */
 export class DatabaseConfigError extends Schema.TaggedError<DatabaseConfigError>()("DatabaseConfigError", {
   message: Schema.String
@@ -120,7 +126,16 @@ export const SqlLive = (o: DatabaseOptions, component: string): Layer.Layer<SqlC
   if (backend instanceof DatabaseConfigError) return Layer.fail(backend)
   const max = o.database_pool_max ?? DEFAULT_POOL_MAX
   if (!Number.isSafeInteger(max) || max < 1) return Layer.fail(new DatabaseConfigError({ message: `database_pool_max must be a whole number of connections, at least 1; got ${max}` }))
-  return backend._tag === "pg" ? pgLayer(backend.url, component, max) : sqliteLayer(backend.filename, component)
+  if (backend._tag === "sqlite") return sqliteLayer(backend.filename, component)
+  if (max < PG_POOL_MIN) {
+    return Layer.fail(
+      new DatabaseConfigError({
+        message:
+          `database_pool_max must be at least ${PG_POOL_MIN} on PostgreSQL (one connection holds the start lock while the migrations run on another); got ${max}`
+      })
+    )
+  }
+  return pgLayer(backend.url, component, max)
 }
 
 /** SqlClient with every migration applied. */

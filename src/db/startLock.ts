@@ -7,8 +7,9 @@
  * them stops at start. @effect/cluster's SqlRunnerStorage has the same race on its CREATE TABLE IF
  * NOT EXISTS. Here the work runs while holding a session advisory lock on a connection of its own:
  * the second process waits for the first to finish, then finds the tables made. The lock is released
- * when the work is done (and by PostgreSQL if the process dies holding it). On SQLite, one file of
- * one process, the work simply runs.
+ * when the work is done (and by PostgreSQL if the process dies holding it). The work needs a second
+ * connection, so a pool of one would wait for itself: Sql.ts refuses it (PG_POOL_MIN). On SQLite,
+ * one file of one process, the work simply runs.
  *
  *   oneAtATime("attest migrations", runMigrations)
  *   builtOneAtATime("cluster tables", Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer))

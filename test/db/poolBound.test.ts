@@ -1,12 +1,17 @@
 /**
  * `database_pool_max` bounds a process's PostgreSQL pool: more queries than the bound wait for a
- * connection (the pool never opens more), and all of them complete. A bound below 1 is refused at
- * start, naming the option.
+ * connection (the pool never opens more), and all of them complete. A bound that cannot start is
+ * refused at start, naming the option and its minimum: below 1 anywhere, below 2 on PostgreSQL (the
+ * start lock holds one connection while the migrations need another: a pool of one waited for
+ * itself forever), below 3 in cluster mode (the engine's shard locks keep one more).
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
+import { verifierSection } from "../../src/config/sections.js"
+import { sectionDefaults } from "../../src/config/load.js"
 import { DbLive } from "../../src/db/Sql.js"
+import { clusterRefusal } from "../../src/verifier/pull/cluster/runner.js"
 import { scrapePrometheus } from "../../src/ops/prometheus.js"
 import { testDatabase } from "../support/db.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
@@ -44,4 +49,18 @@ describe.skipIf(!pgAvailable)("database_pool_max on PostgreSQL", () => {
       const exit = yield* Effect.exit(Effect.scoped(Layer.build(DbLive({ ...options, database_pool_max: 0 }, "pool-zero"))))
       expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/database_pool_max must be .* at least 1; got 0/)
     }))
+
+  it.scopedLive("a bound of one is refused at start on PostgreSQL, naming the option and the minimum", () =>
+    Effect.gen(function*() {
+      const options = yield* testDatabase("pg")
+      const exit = yield* Effect.exit(Effect.scoped(Layer.build(DbLive({ ...options, database_pool_max: 1 }, "pool-one"))).pipe(Effect.timeout("60 seconds")))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/database_pool_max must be at least 2 on PostgreSQL .*; got 1/)
+    }))
+
+  it("cluster mode refuses a bound below three, naming the option and the minimum", () => {
+    const section = (database_pool_max: number) =>
+      sectionDefaults(verifierSection, { cluster: true, database_url: "postgres://127.0.0.1/x", database_pool_max })
+    expect(clusterRefusal(section(2))?.message).toMatch(/cluster = true needs database_pool_max of at least 3 .*; got 2/)
+    expect(clusterRefusal(section(3))).toEqual(undefined)
+  })
 })

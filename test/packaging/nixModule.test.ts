@@ -53,6 +53,7 @@ const stubLib = `{
     ints = { unsigned = "unsigned"; positive = "positive"; between = lo: hi: { between = [ lo hi ]; }; };
     numbers = { nonnegative = "nonnegative"; };
     enum = values: { enum = values; };
+    either = a: b: { either = [ a b ]; };
     listOf = t: { listOf = t; };
     addCheck = t: check: { addCheck = t; inherit check; };
   };
@@ -69,7 +70,7 @@ const expectedType = (t: OptionType): unknown => {
     case "boolean":
       return "bool"
     case "seconds":
-      return "nonnegative"
+      return t.orWord === undefined ? "nonnegative" : { either: [{ enum: [t.orWord] }, "nonnegative"] }
     case "literal":
       return { enum: t.values }
     case "list":

@@ -3,11 +3,12 @@
  * submitted together share one transaction and each keeps its own answer (a stale owner epoch
  * loses alone), a verdict's notice is stored in its transaction only when the verdict won, and a
  * write that fails fails alone (the batch is rolled back and the others written each on its own).
- * SQLite keeps writing each alone.
+ * SQLite keeps writing each alone. The window "auto" batches in cluster mode only.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Metric, Option } from "effect"
+import { Effect, Either, Exit, Metric, Option } from "effect"
+import { resolveSection } from "../../src/config/load.js"
 import { OperationalState } from "../../src/attestation/states.js"
 import { Metrics } from "../../src/ops/metrics.js"
 import { storeError } from "../../src/verifier/domain/errors.js"
@@ -17,7 +18,7 @@ import { AgentRepo, type NewAgent } from "../../src/verifier/domain/repo/AgentRe
 import { NotificationOutbox } from "../../src/verifier/domain/repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../../src/verifier/domain/repo/PolicyRepo.js"
 import type { PreparedNotice } from "../../src/verifier/domain/notify/Notifications.js"
-import { type LoopWriteJob, makeLoopWriteBatcher } from "../../src/verifier/pull/writeBatch.js"
+import { batchWindowOf, type LoopWriteJob, makeLoopWriteBatcher } from "../../src/verifier/pull/writeBatch.js"
 import { testDatabase } from "../support/db.js"
 import { pgAvailable, verifierLayer } from "./support.js"
 
@@ -172,4 +173,22 @@ describe("loop writes on SQLite", () => {
       const batcher = yield* makeLoopWriteBatcher.pipe(Effect.provide(verifierLayer(db, BATCHED)))
       expect(batcher.batched).toBe(false)
     }))
+})
+
+describe("the batch window's default", () => {
+  const windowOf = (env: Record<string, string>) => {
+    const r = resolveSection("verifier", { env })
+    return Either.isRight(r) ? batchWindowOf(r.right.values) : r.left.problems.map((p) => p.reason)
+  }
+  it("is 0 (each write alone); \"auto\" is 0.1 s in cluster mode and 0 without; a value given is used in both", () => {
+    expect(windowOf({})).toEqual(0)
+    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true" })).toEqual(0)
+    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true", ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "auto" })).toEqual(0.1)
+    expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "auto" })).toEqual(0)
+    expect(windowOf({ ATTEST_VERIFIER_CLUSTER: "true", ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "0" })).toEqual(0)
+    expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "0.05" })).toEqual(0.05)
+    expect(windowOf({ ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW: "soon" })).toEqual([
+      `expected a number of seconds (not negative) or "auto", got "soon" (from environment variable ATTEST_VERIFIER_DATABASE_WRITE_BATCH_WINDOW)`
+    ])
+  })
 })

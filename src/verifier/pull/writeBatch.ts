@@ -139,10 +139,17 @@ const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<ReadonlyArray<Ans
     return a._tag === "Stored" ? Deferred.succeed(p.done, a.outcome) : Deferred.fail(p.done, a.error)
   }, { discard: true })
 
+/** Cluster mode's batch window when the option is left at "auto" (single-process mode: 0, each write alone). */
+export const CLUSTER_BATCH_WINDOW = 0.1
+
+/** The batch window in seconds the section asks for ("auto": batched in cluster mode only). */
+export const batchWindowOf = (c: { readonly database_write_batch_window: number | "auto"; readonly cluster: boolean }): number =>
+  c.database_write_batch_window === "auto" ? (c.cluster ? CLUSTER_BATCH_WINDOW : 0) : c.database_write_batch_window
+
 export const makeLoopWriteBatcher = Effect.gen(function*() {
   const config = yield* VerifierConfig
   const sql = yield* SqlClient.SqlClient
-  const windowMs = Math.round(config.database_write_batch_window * 1000)
+  const windowMs = Math.round(batchWindowOf(config) * 1000)
   const max = config.database_write_batch_max
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   if (!pg || windowMs <= 0) return { submit: alone, batched: false } satisfies LoopWriteBatcher

@@ -39,14 +39,29 @@ export const shardingConfigOf = (c: VerifierOptions): Partial<ShardingConfig.Sha
   simulateRemoteSerialization: false
 })
 
+/**
+ * The smallest pool a runner starts and works with: the engine keeps one connection for its shard
+ * locks from the moment its storage is built, which happens while another holds the start lock
+ * (db/startLock.ts) and the tables are made on a third; at run time the locks keep one and the loops
+ * and the API share the rest. With 2 the start waits for itself forever.
+ */
+export const CLUSTER_POOL_MIN = 3
+
 /** Why cluster mode cannot run on this section's database, or undefined when it can. */
 export const clusterRefusal = (c: VerifierOptions): ClusterModeRefused | undefined => {
   const backend = chooseBackend(c, "verifier")
-  if ("_tag" in backend && backend._tag === "pg") return undefined
-  return new ClusterModeRefused({
-    message:
-      "[verifier] cluster = true needs a PostgreSQL database_url (postgres://…) that every runner shares; SQLite is one process's database. Set database_url, or cluster = false"
-  })
+  if (!("_tag" in backend) || backend._tag !== "pg") {
+    return new ClusterModeRefused({
+      message:
+        "[verifier] cluster = true needs a PostgreSQL database_url (postgres://…) that every runner shares; SQLite is one process's database. Set database_url, or cluster = false"
+    })
+  }
+  if (c.database_pool_max < CLUSTER_POOL_MIN) {
+    return new ClusterModeRefused({
+      message: `[verifier] cluster = true needs database_pool_max of at least ${CLUSTER_POOL_MIN} (the engine's shard locks hold one connection, the start lock another, and the work needs a third); got ${c.database_pool_max}`
+    })
+  }
+  return undefined
 }
 
 /**
