@@ -227,7 +227,9 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
         const recovered = yield* rows
         const recoveredAt = Date.now()
         expect(fleet.map((a) => [a.id, recovered.get(a.id)!.operational_state])).toEqual(fleet.map((a) => [a.id, 3]))
-        expect(yield* relay.peak).toBeLessThanOrEqual(2 * POOL_MAX)
+        // the relay counts a socket until its close reaches it: one the pool already dropped (an error
+        // ended it) may still be counted beside its replacement, at most one a runner
+        expect(yield* relay.peak).toBeLessThanOrEqual(2 * (POOL_MAX + 1))
 
         // C. three agents fail while the webhook is down (their notices wait in the outbox); TO_R1 attests to r1
         webhook.state.down = true
@@ -295,6 +297,9 @@ describe.skipIf(!pgOk)("verifier cluster mode: runners on one PostgreSQL", () =>
             // then a new runner joins (started after the failover: its start's CPU on a 2-core machine would slow the survivors' takeover)
             const [joined] = yield* startRunners([newcomer])
             yield* waitFor(`${joined!.name} attests (seed ${seed})`, pullAttestations(joined!), (n) => n > 0, 120_000)
+            // shards moving to it may overlap one cycle of their old owner (at-least-once delivery; the
+            // owner epoch keeps that quote's verdict out): one loop per agent is checked from two intervals on
+            loopSince = healthy.map(() => Date.now() + 2 * QUOTE_INTERVAL * 1000)
             // a quote in flight at the kill, and one at the move, may go unjudged (and one judged since the last look)
             const settled = yield* snapshot(healthy, live, rows)
             unjudgedNow = yield* unjudged(healthy, settled, rows, unjudgedNow.map((n) => Math.max(0, n) + 3))

@@ -11,7 +11,7 @@
  *                                 (AgentLoopServices) and this runner (runner.ts)
  */
 import { Singleton } from "@effect/cluster"
-import { Clock, Effect, Layer, Schedule } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import type { VerifierOptions } from "../../../config/sections.js"
 import { AgentLoop } from "../agentLoop.js"
 import { makeAgentLoopRunner } from "../Poller.js"
@@ -22,8 +22,8 @@ import { ClusterLoops, PullAgent, PullAgentLive } from "./PullAgentEntity.js"
 import { PushDutiesSingleton } from "./PushDutiesSingleton.js"
 import { runnerLayer } from "./runner.js"
 
-/** How often the reconciler makes sure every agent that needs a loop has one (and how late a next poll may be before it looks). */
-const RECONCILE_EVERY_S = 10
+/** How often the reconciler makes sure every agent that needs a loop has one. */
+const RECONCILE_EVERY = "10 seconds"
 /** Ensure messages in flight at once (each is one small message to the agent's runner). */
 const ENSURE_CONCURRENCY = 16
 
@@ -57,18 +57,14 @@ const Reconciler = Singleton.make(
     const client = yield* PullAgent.client
     const fleet = yield* FleetRepo
     const ensureAll = Effect.gen(function*() {
-      // only agents whose next poll is a reconcile period overdue: a live loop keeps it ahead, so
-      // the reconciler no longer sends a message per agent every period (it did: 0.2 per attestation
-      // at quote_interval 2 s, 6 at 60 s)
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const ids = yield* fleet.needingLoops(now - RECONCILE_EVERY_S)
+      const ids = yield* fleet.needingLoops()
       yield* Effect.forEach(ids, (id) => client(id).Ensure(undefined, { discard: true }).pipe(Effect.catchAllCause(logUnsent("Ensure", id))), {
         concurrency: ENSURE_CONCURRENCY,
         discard: true
       })
     }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("cluster: agents not reconciled", cause)))
     yield* Effect.logInfo("cluster: the pull-agent reconciler runs on this runner")
-    yield* Effect.repeat(ensureAll, Schedule.spaced(`${RECONCILE_EVERY_S} seconds`))
+    yield* Effect.repeat(ensureAll, Schedule.spaced(RECONCILE_EVERY))
   })
 )
 
