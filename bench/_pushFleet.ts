@@ -6,7 +6,10 @@
  * every `interval` seconds. Prints one JSON line `{"ready": N}` once all attest, then
  * `{"accepted": a, "refused": r, "sessions": s}` every 10 s (what the agents themselves count).
  *
- *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds> <data dir>
+ *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds> <data dir> [first index]
+ *
+ * `first index` (0): the agents are `pushAgentId(first) …`, so several of these processes can
+ * share one verifier (bench/push-fleet.ts spreads a large fleet over processes of their own).
  *
  * The data directory (TPM state, AKs) is the caller's to remove: this process ends with SIGKILL.
  */
@@ -27,6 +30,7 @@ const N = Number(process.argv[2] ?? 20)
 const url = process.argv[3]!
 const caDir = process.argv[4]!
 const INTERVAL = Number(process.argv[5] ?? 2)
+const FIRST = Number(process.argv[7] ?? 0)
 
 /** Push agent ids: UUIDs, as Keylime's v3 API wants; the soak tells them from the pull fleet's `fleet-*`. */
 export const pushAgentId = (i: number) => `5eed7000-0000-4000-8000-${String(i).padStart(12, "0")}`
@@ -35,7 +39,7 @@ const main = Effect.gen(function*() {
   const dir = process.argv[6]!
   const read = (f: string) => readFileSync(join(caDir, f), "utf8")
   const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
-  const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => i), (i) =>
+  const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => FIRST + i), (i) =>
     Effect.gen(function*() {
       const agentId = pushAgentId(i)
       const ctx = yield* Layer.build(SimulatedMachine.layer({ name: `soak-push-${i}`, banks: ["sha256"] }).pipe(Layer.provideMerge(TpmSimulator.layer({}))))
