@@ -10,7 +10,7 @@ import { spawn } from "node:child_process"
 import { createRequire } from "node:module"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { rawRequest } from "../src/http/client.js"
 import { CA_FILES } from "../src/pki/layout.js"
 import { fleetAgentBody, fleetRuntimePolicy } from "./_fleet.js"
@@ -97,7 +97,11 @@ export const startPull = (o: {
     const read = (f: string) => readFileSync(join(o.caDir, f), "utf8")
     const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
     const send = (method: string, path: string, body: unknown) =>
-      rawRequest({ method, baseUrl: url, path, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(Effect.orDie)
+      // a kept-alive connection the loaded verifier closed as the request went out (ECONNRESET) is tried again
+      rawRequest({ method, baseUrl: url, path, tls: admin, body: JSON.stringify(body), headers: { "content-type": "application/json" } }).pipe(
+        Effect.retry({ times: 3, schedule: Schedule.spaced("1 second") }),
+        Effect.orDie
+      )
 
     if (o.beforeEnrol !== undefined) yield* o.beforeEnrol({ pid: verifier.pid, fleet: fleet.value })
     const policy = JSON.stringify(fleetRuntimePolicy())

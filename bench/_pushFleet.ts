@@ -6,7 +6,10 @@
  * every `interval` seconds. Prints one JSON line `{"ready": N}` once all attest, then
  * `{"accepted": a, "refused": r, "sessions": s}` every 10 s (what the agents themselves count).
  *
- *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds> <data dir>
+ *   node --import tsx bench/_pushFleet.ts <N> <verifierUrl> <caDir> <interval seconds> <data dir> [first index]
+ *
+ * `first index` (0): the agents are `pushAgentId(first) …`, so several of these processes can
+ * share one verifier (bench/push-fleet.ts spreads a large fleet over processes of their own).
  *
  * The data directory holds each agent's AK (agent.json, sealed by its simulated TPM, whose seed is
  * the agent's index): a later run with the same directory loads the AKs instead of deriving them
@@ -37,6 +40,7 @@ const INTERVAL = Number(process.argv[5] ?? 2)
  * the verifier never sees, enrolled here by the admin without a registrar).
  */
 const EK_ALG = "ecc" as const
+const FIRST = Number(process.argv[7] ?? 0)
 
 /** Push agent ids: UUIDs, as Keylime's v3 API wants; the soak tells them from the pull fleet's `fleet-*`. */
 export const pushAgentId = (i: number) => `5eed7000-0000-4000-8000-${String(i).padStart(12, "0")}`
@@ -46,7 +50,7 @@ const main = Effect.gen(function*() {
   const read = (f: string) => readFileSync(join(caDir, f), "utf8")
   const admin = { ca: read(CA_FILES.caCert), cert: read(CA_FILES.clientCert), key: read(CA_FILES.clientKey) }
   let keptAks = 0
-  const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => i), (i) =>
+  const agents = yield* Effect.forEach(Array.from({ length: N }, (_, i) => FIRST + i), (i) =>
     Effect.gen(function*() {
       const agentId = pushAgentId(i)
       // a seeded TPM: the AK sealed in the data directory by an earlier run loads on it again

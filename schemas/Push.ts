@@ -10,9 +10,8 @@ import { AGENT_ID_RULE, isAgentId } from "./Common.js"
 
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 /** Standard base64 (the Rust agent's encoding of TPM structures and logs). */
-export const B64 = Schema.String.pipe(
-  Schema.pattern(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, { message: () => "must be base64" })
-)
+export const B64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+export const B64 = Schema.String.pipe(Schema.pattern(B64_PATTERN, { message: () => "must be base64" }))
 
 // --- sessions (§1.6) -----------------------------------------------------------------------------
 

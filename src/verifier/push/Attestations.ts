@@ -10,7 +10,6 @@
  * with the context (phase 1, and phase 2 when it reads) and checked by the accept (phase 2), so a
  * session an administrator's change ended, in any process, creates and accepts nothing.
  */
-import * as crypto from "node:crypto"
 import { Cause, Clock, Duration, Effect, Either, FiberSet, Option } from "effect"
 import { type EvidenceCollected, type EvidenceRequested, type EvidenceSupported } from "../../../schemas/Push.js"
 import { makeFailure } from "../../../schemas/Evidence.js"
@@ -20,7 +19,7 @@ import { recordAttestation } from "../../ops/metrics.js"
 import { evaluateTimed, stagesOf } from "../../ops/stages.js"
 import { evaluateEvidence } from "../../attestation/evaluate/evaluate.js"
 import type { TpmEvidence } from "../../attestation/evaluate/types.js"
-import { decodeEvaluationState, encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../../attestation/evaluate/state.js"
+import { encodeEvaluationState, type EvaluationState, initialEvaluationState } from "../../attestation/evaluate/state.js"
 import { crashBeforePushVerdict, holdPushVerdict } from "../domain/testHooks.js"
 import { AgentRepo } from "../domain/repo/AgentRepo.js"
 import { makeAgentPolicies, negotiationPolicyOf } from "./agentPolicy.js"
@@ -37,6 +36,8 @@ import {
   TokenRefused,
   VerificationInProgress
 } from "./errors.js"
+import { randomBase64 } from "./challenges.js"
+import { makePriorStates } from "./priorStates.js"
 import { evidenceOf, failureReasonOf } from "./evidence.js"
 import { type Handoff, makeHandoffs } from "./handoff.js"
 import { Liveness } from "./Liveness.js"
@@ -110,10 +111,9 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         })
     /** The stored evaluation state as written (the verdict keeps it when it judges nothing). */
     const priorEncodedOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) => Option.isSome(push) ? push.value.evaluation_state : null
-    const priorStateOf = (push: Option.Option<{ readonly evaluation_state: string | null }>) =>
-      Option.isNone(push) || push.value.evaluation_state === null
-        ? initialEvaluationState
-        : Either.getOrElse(decodeEvaluationState(push.value.evaluation_state), () => initialEvaluationState)
+    const priorStates = makePriorStates()
+    const priorStateOf = (agentId: string, push: Option.Option<{ readonly evaluation_state: string | null }>) =>
+      Option.isNone(push) ? initialEvaluationState : priorStates.stateOf(agentId, push.value.evaluation_state)
 
     /** Phase 1: its read and its insert on one reserved connection (nothing else in it touches the database). */
     const createUntraced = (agentId: string, input: { readonly evidenceSupported: ReadonlyArray<EvidenceSupported>; readonly bootTime: string }, sessionId?: string) =>
@@ -135,10 +135,10 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           }
         }
         // the IMA log continues where the last passed attestation of this boot left it
-        const prior = priorStateOf(context.push)
+        const prior = priorStateOf(agentId, context.push)
         const sameBoot = Option.isSome(latest) && latest.value.evaluation === "pass" && latest.value.boot_time === input.bootTime
         const requested = yield* negotiate(
-          { evidenceSupported: input.evidenceSupported, challenge: crypto.randomBytes(16).toString("base64"), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
+          { evidenceSupported: input.evidenceSupported, challenge: randomBase64(16), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
           negotiationPolicyOf(context.agent)
         )
         // the next index after the latest; the insert's key (agent, index) refuses a concurrent creation of the same one
@@ -196,7 +196,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           given = {
             evidence: evidenceOf(requestedOf(row.value), collected, { bootTime: bootSeconds(row.value.boot_time) }),
             agent: context.agent,
-            prior: priorStateOf(context.push),
+            prior: priorStateOf(agentId, context.push),
             priorEncoded: priorEncodedOf(context.push)
           }
         }
@@ -208,6 +208,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         const now = yield* Clock.currentTimeMillis
         const deadlineAt = now + quoteMs * 5
         const tokenExpiresAt = pass ? sessions.extendedTokenExpiry(agentId, now) : undefined
+        const nextEncoded = evaluation === undefined ? given.priorEncoded : encodeEvaluationState(evaluation.nextState)
         yield* holdPushVerdict
         const won = yield* repo.recordVerdict(agentId, idx, {
           verdict: { pass, reason: pass ? null : failureReasonOf(failures), failures: JSON.stringify(failures), at: now },
@@ -215,7 +216,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             pass,
             at: now,
             deadlineAt,
-            evaluationState: evaluation === undefined ? given.priorEncoded : encodeEvaluationState(evaluation.nextState),
+            evaluationState: nextEncoded,
             clearFailures: config.auto_recover_attestation_failures
           },
           tokenExpiresAt
@@ -227,6 +228,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           )
         }
         if (tokenExpiresAt !== undefined) sessions.tokenExtended(agentId, tokenExpiresAt)
+        if (evaluation !== undefined && nextEncoded !== null) priorStates.wrote(agentId, nextEncoded, evaluation.nextState)
         yield* liveness.rescheduled(deadlineAt)
         yield* recordAttestation("push", pass, failures.map((f) => f.type))
         yield* Effect.logInfo(`push attestation ${idx} of agent ${agentId}: ${pass ? "pass" : `fail (${failureReasonOf(failures)}: ${failures.map((f) => f.type).join(", ")})`}`).pipe(
@@ -296,7 +298,7 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
         if (latest.stage !== "awaiting_evidence") return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         const now = yield* Clock.currentTimeMillis
         if (now >= latest.challenges_expire_at) return yield* new ChallengesExpired({ agentId, index: latest.idx, expiredAt: latest.challenges_expire_at })
-        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(context.push), priorEncoded: priorEncodedOf(context.push) }, collected, now, sessionId)
+        const done = yield* accept(agentId, { latest, agent: context.agent, prior: priorStateOf(agentId, context.push), priorEncoded: priorEncodedOf(context.push) }, collected, now, sessionId)
         if (done === undefined) return yield* new EvidenceImmutable({ agentId, index: latest.idx })
         return done
       })

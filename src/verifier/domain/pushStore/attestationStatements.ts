@@ -10,6 +10,7 @@ import { Effect, Either, Option, Schema, Struct } from "effect"
 import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../../db/reserved.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
 import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
+import { fastLatest, fastSession, memoizedFacts } from "./fastRows.js"
 import {
   type AttestationContext,
   LatestAttestation,
@@ -153,10 +154,13 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     } as const
     : undefined
 
+  // the facts of each agent decoded once while its row stays the same (fastRows.ts)
+  const factsOf = memoizedFacts(Object.keys(PushAgentFacts.fields), decodeFacts)
+
   /** Reads of the context row: the agent's facts, its push row (when it has one) and its latest attestation (when it has one). */
   const contextOfRow = (agentId: string, r: Record<string, unknown> | undefined): Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError> => {
     if (r === undefined) return Effect.succeed(Option.none())
-    const agent = decodeFacts(r)
+    const agent = factsOf(agentId, r)
     if (Either.isLeft(agent)) return Effect.fail(storeError("read attestation context")(agent.left))
     let push: Option.Option<Pick<PushAgentRow, "evaluation_state">> = Option.none()
     if (r["p_agent_id"] !== null && r["p_agent_id"] !== undefined) {
@@ -168,17 +172,25 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     if (r["t_idx"] !== null && r["t_idx"] !== undefined) {
       const fields: Record<string, unknown> = { agent_id: agentId }
       for (const c of LATEST_COLUMNS) fields[c] = r[`t_${c}`]
-      const row = decodeLatest(fields)
-      if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
-      latest = Option.some(row.right)
+      const fast = fastLatest(fields)
+      if (fast !== undefined) latest = Option.some(fast)
+      else {
+        const row = decodeLatest(fields)
+        if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+        latest = Option.some(row.right)
+      }
     }
     let session: Option.Option<SessionState> = Option.none()
     if (r["s_agent_id"] !== null && r["s_agent_id"] !== undefined) {
       const fields: Record<string, unknown> = {}
       for (const c of SESSION_COLUMNS) fields[c] = r[`s_${c}`]
-      const row = decodeSessionState(fields)
-      if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
-      session = Option.some(row.right)
+      const fast = fastSession(fields)
+      if (fast !== undefined) session = Option.some(fast)
+      else {
+        const row = decodeSessionState(fields)
+        if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+        session = Option.some(row.right)
+      }
     }
     return Effect.succeed(Option.some({ agent: agent.right, push, latest, session }))
   }

@@ -5,7 +5,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, FiberRef, Option, type Schema } from "effect"
-import { AttestationCreateDocument, AttestationEvidenceDocument, SessionCreateDocument, SessionUpdateDocument } from "../../../../schemas/Push.js"
+import { AttestationCreateDocument, SessionCreateDocument, SessionUpdateDocument } from "../../../../schemas/Push.js"
 import { VerifierConfig } from "../../../config/services.js"
 import type { Identity } from "../../../http/identity.js"
 import { currentRequestPath, type JsonApiError, jsonApiErrorResponse, jsonApiResponse, reasonPhrase } from "../../../http/jsonapi.js"
@@ -13,6 +13,7 @@ import type { VerifierStoreError } from "../../domain/errors.js"
 import { Attestations, requestedOf } from "../../push/Attestations.js"
 import { Caller } from "../authorization.js"
 import { type DocumentRefusal, memoizedReader, readDocument, resourceError } from "./documents.js"
+import { readEvidenceDocument } from "./evidenceDocument.js"
 import type { PushError, SessionRateLimited } from "../../push/errors.js"
 import type { AttestationRow } from "../../domain/pushStore/rows.js"
 import { attestationResource, evidenceAcceptedDocument, evidenceRequestedDocument, sessionCreatedDocument, sessionOutcomeDocument, versionPrefixOf } from "./pushRender.js"
@@ -124,7 +125,7 @@ export const submitEvidenceAnswer = (attestations: Attestations, agentId: string
   Effect.gen(function*() {
     const index = indexOf(indexText)
     if (index === undefined) return yield* coded(404, "not_found", `No attestation ${indexText} exists for agent '${agentId}'.`)
-    const doc = readDocument(AttestationEvidenceDocument, "attestation", contentType, text)
+    const doc = readEvidenceDocument(contentType, text)
     if (Either.isLeft(doc)) return yield* refusalResponse(doc.left)
     const done = yield* Effect.either(attestations.submit(agentId, index, doc.right.data.attributes.evidence_collected, sessionId))
     if (Either.isLeft(done)) return yield* pushErrorResponse(done.left)

@@ -11,7 +11,7 @@ export type DocumentRefusal =
   | { readonly _tag: "UnsupportedMediaType"; readonly received: string }
   | { readonly _tag: "Invalid"; readonly status: 400 | 422; readonly errors: ReadonlyArray<JsonApiError> }
 
-const TOP_LEVEL = new Set(["data", "errors", "meta", "links", "jsonapi"])
+export const TOP_LEVEL = new Set(["data", "errors", "meta", "links", "jsonapi"])
 
 const invalidRequest = (detail: string, pointer?: string): DocumentRefusal => ({
   _tag: "Invalid",
@@ -19,7 +19,7 @@ const invalidRequest = (detail: string, pointer?: string): DocumentRefusal => ({
   errors: [{ status: "400", code: "invalid_request", detail, ...(pointer === undefined ? {} : { source: { pointer } }) }]
 })
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+export const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** `/data/attributes/evidence_supported/0/capabilities` for a Schema issue path. */
 export const pointerOf = (path: ReadonlyArray<PropertyKey>): string =>
