@@ -96,8 +96,8 @@ in
     };
     database_write_batch_window = lib.mkOption {
       type = t.either (t.enum [ "auto" ]) t.numbers.nonnegative;
-      default = 0;
-      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default until a loaded failover run with batching is clean) writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone";
+      default = "auto";
+      description = "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 writes each alone; auto (the default): 0.1 with cluster = true, 0 without. SQLite always writes each alone";
     };
     database_write_batch_max = lib.mkOption {
       type = t.ints.positive;

@@ -52,8 +52,8 @@ export const verifierSection = {
   // --- the pull loops' writes, batched on PostgreSQL (src/verifier/pull/writeBatch.ts) ---
   database_write_batch_window: secondsOr(
     "auto",
-    0,
-    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 (the default until a loaded failover run with batching is clean) writes each alone; auto: 0.1 with cluster = true, 0 without. SQLite always writes each alone"
+    "auto",
+    "PostgreSQL: the pull loops' writes (verdicts and their notices) gathered this many seconds (e.g. 0.1) go to the database in one transaction, each still fenced and answered on its own; 0 writes each alone; auto (the default): 0.1 with cluster = true, 0 without. SQLite always writes each alone"
   ),
   database_write_batch_max: integer(100, "PostgreSQL: a batch of the pull loops' writes is sent as soon as this many wait, before its window ends", { min: 1 }),
   verifier_id: string("default", "name of this verifier"),

@@ -32,10 +32,16 @@ export class FleetRepo extends Effect.Service<FleetRepo>()("attest/verifier/Flee
     const sql = yield* SqlClient.SqlClient
     const active = [...ACTIVE_STATES]
 
-    /** Pull agents a loop must run for: the active ones, and the TERMINATED whose loop deletes them. */
-    const needingLoops = Effect.fn("FleetRepo.needingLoops")(function*() {
+    /**
+     * Pull agents that may lack a loop: the active ones whose next poll (or, before the first, their
+     * last change) is older than `staleBefore` (epoch seconds; a live loop keeps it ahead), and the
+     * TERMINATED whose loop deletes them. A live loop's agent is left out, so the reconciler's work
+     * follows the agents in trouble, not the fleet.
+     */
+    const needingLoops = Effect.fn("FleetRepo.needingLoops")(function*(staleBefore: number) {
       const rows = yield* sql<{ agent_id: string }>`SELECT a.agent_id FROM verifier_agents a
-        WHERE ${sql.in("a.operational_state", [...active, OperationalState.TERMINATED])}
+        WHERE (a.operational_state = ${OperationalState.TERMINATED}
+            OR (${sql.in("a.operational_state", active)} AND COALESCE(a.next_poll_at, a.updated_at) < ${staleBefore}))
           AND NOT EXISTS (SELECT 1 FROM push_agents p WHERE p.agent_id = a.agent_id)
         ORDER BY a.seq, a.agent_id`.pipe(Effect.mapError(storeError("list agents needing a loop")))
       return rows.map((r) => String(r.agent_id))
