@@ -10,7 +10,7 @@ import { Effect, Either, Option, Schema, Struct } from "effect"
 import { type Compiled, compiled, onReservedConnection, type ReservedConnection } from "../../../db/reserved.js"
 import { storeError, type VerifierStoreError } from "../errors.js"
 import { agentsWithPolicyFacts } from "../repo/policyFacts.js"
-import { fastLatest, fastSession, memoizedFacts } from "./fastRows.js"
+import { fastLatest, fastOr, fastSession, memoizedFacts } from "./fastRows.js"
 import {
   type AttestationContext,
   LatestAttestation,
@@ -172,25 +172,17 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     if (r["t_idx"] !== null && r["t_idx"] !== undefined) {
       const fields: Record<string, unknown> = { agent_id: agentId }
       for (const c of LATEST_COLUMNS) fields[c] = r[`t_${c}`]
-      const fast = fastLatest(fields)
-      if (fast !== undefined) latest = Option.some(fast)
-      else {
-        const row = decodeLatest(fields)
-        if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
-        latest = Option.some(row.right)
-      }
+      const row = fastOr(fields, fastLatest, decodeLatest)
+      if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+      latest = Option.some(row.right)
     }
     let session: Option.Option<SessionState> = Option.none()
     if (r["s_agent_id"] !== null && r["s_agent_id"] !== undefined) {
       const fields: Record<string, unknown> = {}
       for (const c of SESSION_COLUMNS) fields[c] = r[`s_${c}`]
-      const fast = fastSession(fields)
-      if (fast !== undefined) session = Option.some(fast)
-      else {
-        const row = decodeSessionState(fields)
-        if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
-        session = Option.some(row.right)
-      }
+      const row = fastOr(fields, fastSession, decodeSessionState)
+      if (Either.isLeft(row)) return Effect.fail(storeError("read attestation context")(row.left))
+      session = Option.some(row.right)
     }
     return Effect.succeed(Option.some({ agent: agent.right, push, latest, session }))
   }

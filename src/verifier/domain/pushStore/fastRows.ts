@@ -54,6 +54,12 @@ export const fastLatest = (r: Record<string, unknown>): LatestAttestation | unde
   }
 }
 
+/** `fast`'s value when it has one, else the schema's `decode` (which decides and words the error). */
+export const fastOr = <A, E>(r: Record<string, unknown>, fast: (r: Record<string, unknown>) => A | undefined, decode: (r: unknown) => Either.Either<A, E>): Either.Either<A, E> => {
+  const value = fast(r)
+  return value !== undefined ? Either.right(value) : decode(r)
+}
+
 /** DbBoolean's decode. */
 const bool = (v: unknown): boolean | undefined => v === 1 || v === true || v === "1" ? true : v === 0 || v === false || v === "0" ? false : undefined
 
