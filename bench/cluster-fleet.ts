@@ -175,6 +175,15 @@ const rowsOf = (db: Pg.Pool) =>
     }))
   })
 
+/** The engine's state as the database holds it: runners its registry holds healthy, advisory (shard) locks held. */
+const engineView = (db: Pg.Pool) =>
+  Effect.promise(async () => {
+    const healthy = await db.query(`SELECT COUNT(*) AS n FROM cluster_runners WHERE healthy`)
+    const locks = await db.query(`SELECT COUNT(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`)
+    return { healthy: Number(healthy.rows[0].n), locks: Number(locks.rows[0].n) }
+  })
+
 /** A process's loop writes and the transactions that stored them, from its /metrics. */
 const dbCounters = (metricsUrl: string | undefined) =>
   Effect.promise(async () => {
@@ -299,8 +308,16 @@ const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
     yield* Effect.promise(() => doomed.kill("SIGKILL"))
     const killedAt = Date.now()
     const killedAtS = Math.floor(killedAt / 1000)
+    // where the seconds go: the registry's view of the dead runner, the shard locks held, the agents
+    // quoted again (a line whenever one of them changes)
+    let said = ""
     for (;;) {
       const rows = yield* rowsOf(ctx.db)
+      const engine = yield* engineView(ctx.db)
+      const requoted = rows.filter((r) => r.lastQuote > killedAtS).length
+      const line = `healthy runners ${engine.healthy}, shard locks ${engine.locks}, agents quoted again ${requoted}/${rows.length}`
+      if (line !== said) console.log(`failover   +${((Date.now() - killedAt) / 1000).toFixed(2)} s: ${line}`)
+      said = line
       if (rows.every((r) => r.lastQuote > killedAtS)) break
       if (Date.now() - killedAt > 300_000) return yield* Effect.dieMessage("agents not attested again within 300 s of the kill")
       yield* sleep(250)
