@@ -34,14 +34,19 @@ export class FleetRepo extends Effect.Service<FleetRepo>()("attest/verifier/Flee
 
     /**
      * Pull agents that may lack a loop: the active ones whose next poll (or, before the first, their
-     * last change) is older than `staleBefore` (epoch seconds; a live loop keeps it ahead), and the
+     * last change) is older than `staleBefore` (epoch seconds; a live loop keeps it ahead), the
+     * active ones whose loop last ran on a runner not among `liveRunners` (its death is known before
+     * its agents are late; none when the list is empty: an unread registry is no news), and the
      * TERMINATED whose loop deletes them. A live loop's agent is left out, so the reconciler's work
      * follows the agents in trouble, not the fleet.
      */
-    const needingLoops = Effect.fn("FleetRepo.needingLoops")(function*(staleBefore: number) {
+    const needingLoops = Effect.fn("FleetRepo.needingLoops")(function*(staleBefore: number, liveRunners: ReadonlyArray<string> = []) {
+      const ownerGone = liveRunners.length === 0
+        ? sql`1 = 0`
+        : sql`(a.owner_runner IS NOT NULL AND NOT (${sql.in("a.owner_runner", [...liveRunners])}))`
       const rows = yield* sql<{ agent_id: string }>`SELECT a.agent_id FROM verifier_agents a
         WHERE (a.operational_state = ${OperationalState.TERMINATED}
-            OR (${sql.in("a.operational_state", active)} AND COALESCE(a.next_poll_at, a.updated_at) < ${staleBefore}))
+            OR (${sql.in("a.operational_state", active)} AND (COALESCE(a.next_poll_at, a.updated_at) < ${staleBefore} OR ${ownerGone})))
           AND NOT EXISTS (SELECT 1 FROM push_agents p WHERE p.agent_id = a.agent_id)
         ORDER BY a.seq, a.agent_id`.pipe(Effect.mapError(storeError("list agents needing a loop")))
       return rows.map((r) => String(r.agent_id))
@@ -102,6 +107,20 @@ export class FleetRepo extends Effect.Service<FleetRepo>()("attest/verifier/Flee
       }))
     })
 
-    return { needingLoops, oldestVerifiedQuote, owners, clusterRunners } as const
+    /**
+     * The runners the cluster holds alive, as `host:port`: healthy in the engine's registry with a
+     * heartbeat younger than `expirationSeconds` (the engine's own rule: SqlRunnerStorage keeps the
+     * runners whose heartbeat is younger than the shard-lock expiration). Cluster mode only (the
+     * registry is PostgreSQL's `cluster_runners`, as pull/cluster/runner.ts builds it).
+     */
+    const liveRunners = Effect.fn("FleetRepo.liveRunners")(function*(expirationSeconds: number) {
+      const rows = yield* sql<{ address: unknown }>`SELECT address FROM cluster_runners
+        WHERE healthy AND last_heartbeat > NOW() - ${sql.literal(`INTERVAL '${Math.ceil(expirationSeconds)} seconds'`)}`.pipe(
+        Effect.mapError(storeError("read the cluster's live runners"))
+      )
+      return rows.map((r) => String(r.address))
+    })
+
+    return { needingLoops, oldestVerifiedQuote, owners, clusterRunners, liveRunners } as const
   })
 }) {}

@@ -23,13 +23,17 @@ import { PushDutiesSingleton } from "./PushDutiesSingleton.js"
 import { runnerLayer } from "./runner.js"
 
 /**
- * How often the reconciler looks for agents that need a loop, and how late an agent's next poll may
- * be before it counts as one: a survivor's loops for a dead runner's agents start within about
- * twice this of the runner's death (the engine does not re-deliver every moved agent's keep-alive).
+ * How often the reconciler looks for agents that need a loop. It Ensures the agents whose loop last
+ * ran on a runner the registry no longer holds alive (at once: the engine does not re-deliver every
+ * moved agent's keep-alive) and, whatever the registry believes, every agent whose next poll is
+ * LATE_AFTER_S overdue: a survivor's loops for a dead runner's agents start within about a period
+ * of the registry's verdict, and within LATE_AFTER_S plus a period of their missed poll at worst.
  */
-const RECONCILE_EVERY_S = 2
+const RECONCILE_EVERY_S = 1
+/** How late an agent's next poll may be (whole seconds) before it counts as having no loop. */
+const LATE_AFTER_S = 2
 /** Ensure messages in flight at once (each is one small message to the agent's runner). */
-const ENSURE_CONCURRENCY = 16
+const ENSURE_CONCURRENCY = 64
 
 const ClusterLoopsLive = Layer.effect(
   ClusterLoops,
@@ -55,30 +59,32 @@ const ControlLive = Layer.effect(
   })
 )
 
-const Reconciler = Singleton.make(
-  "PullAgentReconciler",
-  Effect.gen(function*() {
-    const client = yield* PullAgent.client
-    const fleet = yield* FleetRepo
-    const ensureAll = Effect.gen(function*() {
-      // only agents whose next poll is a period overdue: a live loop keeps it ahead, so a healthy
-      // fleet gets no message (an Ensure to every agent every 10 s was 0.2 messages per attestation
-      // at quote_interval 2 s, half of them between runners: most of two runners' extra CPU)
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const ids = yield* fleet.needingLoops(now - RECONCILE_EVERY_S)
-      yield* Effect.forEach(ids, (id) => client(id).Ensure(undefined, { discard: true }).pipe(Effect.catchAllCause(logUnsent("Ensure", id))), {
-        concurrency: ENSURE_CONCURRENCY,
-        discard: true
-      })
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("cluster: agents not reconciled", cause)))
-    yield* Effect.logInfo("cluster: the pull-agent reconciler runs on this runner")
-    yield* Effect.repeat(ensureAll, Schedule.spaced(`${RECONCILE_EVERY_S} seconds`))
-  })
-)
+const Reconciler = (c: VerifierOptions) =>
+  Singleton.make(
+    "PullAgentReconciler",
+    Effect.gen(function*() {
+      const client = yield* PullAgent.client
+      const fleet = yield* FleetRepo
+      const ensureAll = Effect.gen(function*() {
+        // only agents in trouble: a live loop keeps its next poll ahead, so a healthy fleet gets no
+        // message (an Ensure to every agent every 10 s was 0.2 messages per attestation at
+        // quote_interval 2 s, half of them between runners: most of two runners' extra CPU)
+        const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const live = yield* fleet.liveRunners(c.cluster_lock_expiration)
+        const ids = yield* fleet.needingLoops(now - LATE_AFTER_S, live)
+        yield* Effect.forEach(ids, (id) => client(id).Ensure(undefined, { discard: true }).pipe(Effect.catchAllCause(logUnsent("Ensure", id))), {
+          concurrency: ENSURE_CONCURRENCY,
+          discard: true
+        })
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("cluster: agents not reconciled", cause)))
+      yield* Effect.logInfo("cluster: the pull-agent reconciler runs on this runner")
+      yield* Effect.repeat(ensureAll, Schedule.spaced(`${RECONCILE_EVERY_S} seconds`))
+    })
+  )
 
 /** Cluster mode's PollerControl, its entities and reconciler, and the push duties (they need PushDuties), on this runner. */
 export const clusterPollerLayer = (c: VerifierOptions) =>
-  Layer.mergeAll(ControlLive, PullAgentLive, Reconciler, PushDutiesSingleton(c)).pipe(
+  Layer.mergeAll(ControlLive, PullAgentLive, Reconciler(c), PushDutiesSingleton(c)).pipe(
     Layer.provide(ClusterLoopsLive),
     Layer.provide(FleetRepo.Default),
     Layer.provide(runnerLayer(c))
