@@ -51,12 +51,18 @@ const firstFailure = (text: string | null): { readonly type: string | null; read
 /** Per push agent (all, or the one given), its latest completed and latest failed attestation. */
 export const readPushStatusFacts = (sql: SqlClient.SqlClient, agentId?: string) =>
   Effect.gen(function*() {
-    const only = agentId === undefined ? sql`1 = 1` : sql`a.agent_id = ${agentId}`
-    const rows = yield* sql`SELECT a.agent_id, a.idx, a.evaluation, a.failure_reason, a.failures, a.verification_completed_at
-      FROM push_attestations a
-      WHERE ${only} AND a.stage = 'verification_complete' AND (
-        a.idx = (SELECT MAX(b.idx) FROM push_attestations b WHERE b.agent_id = a.agent_id AND b.stage = 'verification_complete')
-        OR a.idx = (SELECT MAX(c.idx) FROM push_attestations c WHERE c.agent_id = a.agent_id AND c.evaluation = 'fail'))
+    const only = agentId === undefined ? sql`1 = 1` : sql`agent_id = ${agentId}`
+    // each agent's two indexes in one pass over the history, then those rows by key: a correlated
+    // MAX per row walked every agent's history once per row of it (0.6 s of CPU for 200 agents'
+    // 22,000 kept rows, every 2 s under an open dashboard; 0.05 s this way)
+    const rows = yield* sql`WITH latest AS (
+        SELECT agent_id,
+          MAX(CASE WHEN stage = 'verification_complete' THEN idx END) AS completed,
+          MAX(CASE WHEN evaluation = 'fail' THEN idx END) AS failed
+        FROM push_attestations WHERE ${only} GROUP BY agent_id)
+      SELECT a.agent_id, a.idx, a.evaluation, a.failure_reason, a.failures, a.verification_completed_at
+      FROM latest l JOIN push_attestations a ON a.agent_id = l.agent_id AND (a.idx = l.completed OR a.idx = l.failed)
+      WHERE a.stage = 'verification_complete'
       ORDER BY a.agent_id, a.idx`.pipe(Effect.mapError(storeError("read push status facts")))
     const out = new Map<string, PushStatusFacts>()
     for (const raw of rows) {
