@@ -100,6 +100,7 @@ const json = (res: import("node:http").ServerResponse, code: number, results: un
 }
 
 const stats = { connections: 0, quotes: 0 }
+const DROP_SEEN = process.env["FLEET_DROP_SEEN"] === "1"
 
 const main = async () => {
   if (process.env["FLEET_STATS"] === "1") setInterval(() => process.stderr.write(`fleet: ${stats.connections} TLS connections, ${stats.quotes} quotes\n`), 5000).unref()
@@ -144,13 +145,15 @@ const main = async () => {
       for (let k = 0; k < PER_QUOTE; k++) measure(a, a.next++)
       // a real agent's list lives in the kernel; here it would grow the fleet's heap without end
       // (a 30-minute soak: ~2.7 million lines, and major GCs that stall every agent of the
-      // process), so lines below both this request's and the previous one's start are dropped
-      // (a verifier may ask again from where it asked last, never from before)
+      // process), so with FLEET_DROP_SEEN=1 (one verifier for the fleet's life: the soak) lines
+      // below both this request's and the previous one's start are dropped (a verifier may ask
+      // again from where it asked last, never from before). Benches that start a fresh verifier
+      // on the same fleet (cluster-fleet's phases) ask from 0 again and keep every line.
       if (from < a.base) {
         process.stderr.write(`fleet: ${a.id} asked for entries from ${from}, but they were dropped below ${a.base}\n`)
         return json(res, 500, { code: 500, status: `entries below ${a.base} no longer kept`, results: {} })
       }
-      const keepFrom = Math.min(from, a.lastFrom)
+      const keepFrom = DROP_SEEN ? Math.min(from, a.lastFrom) : 0
       a.lastFrom = from
       if (keepFrom > a.base) {
         a.lines.splice(0, keepFrom - a.base)

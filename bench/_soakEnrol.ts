@@ -76,7 +76,7 @@ export const enrolFleets = (o: EnrolOptions) =>
     const fleet = yield* child(["--import", "tsx", "bench/_fleet.ts", String(o.pull), o.caDir], (out) => {
       const line = out.split("\n").find((l) => l.startsWith("{"))
       return line === undefined || !out.includes(line + "\n") ? undefined : (JSON.parse(line) as PullFleet)
-    }, { FLEET_AK: "ecc" })
+    }, { FLEET_AK: "ecc", FLEET_DROP_SEEN: "1" })
     const pushFleet = o.push === 0 ? undefined : yield* child(
       ["--import", "tsx", "bench/_pushFleet.ts", String(o.push), o.verifier.url, o.caDir, String(o.interval), o.pushStateDir],
       (out) => {

@@ -22,6 +22,7 @@
  *   npm run bench -- cluster-fleet [agents, default 100] [window seconds, default 20]
  *   CLUSTER_FLEET_AB=1 npm run bench -- cluster-fleet   (only 1 runner unbatched / batched, alternated twice)
  *   CLUSTER_FLEET_PHASES=single,2 …   only those phases (single, unbatched, 1, 2, 3)
+ *   CLUSTER_FLEET_LOG=info …           the runners log at that level; the survivor's log is written to ./cluster-fleet-survivor.log
  *   BENCH_PROF_DIR=<dir> …             a CPU profile of each verifier; read with bench/_profileSummary.ts
  * PostgreSQL: ATTEST_TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test (a database per phase).
  */
@@ -51,6 +52,8 @@ const BATCH_WINDOW = Number(process.env["CLUSTER_FLEET_BATCH_WINDOW"] ?? 0.1)
 const PROF_DIR = process.env["BENCH_PROF_DIR"]
 /** CLUSTER_FLEET_PHASES=single,1,2: only those phases (while developing); every one by default. */
 const PHASES = new Set((process.env["CLUSTER_FLEET_PHASES"] ?? "single,unbatched,1,2,3").split(","))
+/** CLUSTER_FLEET_LOG=info: the runners log at that level, and the survivor's log after the kill is written to <dir>/survivor.log. */
+const LOG_LEVEL = process.env["CLUSTER_FLEET_LOG"] ?? "warning"
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
 const dir = mkdtempSync(join(tmpdir(), "attest-bench-cluster-"))
@@ -123,7 +126,7 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batc
       `data_dir = "${join(dir, name)}"`,
       `database_url = "${databaseUrl}"`,
       `metrics_port = ${metricsPort}`,
-      `log_level = "warning"`,
+      `log_level = "${LOG_LEVEL}"`,
       `quote_interval = ${QUOTE_INTERVAL}`,
       "enabled_revocation_notifications = []",
       `verifier_id = "${name}"`,
@@ -323,6 +326,11 @@ const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
       yield* sleep(250)
     }
     const seconds = (Date.now() - killedAt) / 1000
+    if (process.env["CLUSTER_FLEET_LOG"] !== undefined) {
+      const survivorLog = join(process.cwd(), "cluster-fleet-survivor.log")
+      writeFileSync(survivorLog, `killed at ${new Date(killedAt).toISOString()}\n${ctx.processes[0]!.out()}`)
+      console.log(`failover   the survivor's log: ${survivorLog}`)
+    }
     console.log(`failover   every agent quoted again ${seconds.toFixed(1)} s after kill -9 of one of two runners (bound quote_interval * 5 = ${QUOTE_INTERVAL * 5} s)`)
     failoverSeconds = seconds
   })

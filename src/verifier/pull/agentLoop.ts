@@ -145,6 +145,7 @@ const make = Effect.gen(function*() {
       // the fencing token: from here on a loop started later (any process) wins every write
       const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, verifierId, runnerName), notStarted(agentId))
       if (Option.isNone(epoch)) return
+      yield* Effect.logDebug(`polling starts (owner epoch ${epoch.value})`)
       const m = memoryOf(first.value, epoch.value)
       yield* setAgentState(agentId, m.state.operationalState)
       // resuming: an agent whose next poll is due later waits for it (no herd of quotes at start-up)
