@@ -24,7 +24,7 @@ export const dashboardCommand = Command.make(
       Options.optional
     ),
     interval: Options.integer("interval").pipe(
-      Options.withDescription("seconds between reads of the verifier"),
+      Options.withDescription("seconds between reads of the verifier (longer on a large fleet: at least 4 times as long as the verifier took to answer, so the dashboard never takes more than a fifth of its time)"),
       Options.withDefault(2)
     )
   },
