@@ -292,7 +292,10 @@ const phase = (
     const db = yield* Effect.acquireRelease(Effect.sync(() => new Pg.Pool({ connectionString: url, max: 1 })), (p) => Effect.promise(() => p.end()))
     const processes = []
     for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow ?? BATCH_WINDOW))
-    yield* enrol(processes[0]!.url, fleet)
+    // an enrolment that fails says what the verifier logged (its log is kept, at log_level)
+    yield* enrol(processes[0]!.url, fleet).pipe(
+      Effect.onExit((exit) => exit._tag === "Failure" ? Effect.sync(() => console.error(`the enrolling verifier's log, last lines:\n${processes[0]!.out().slice(-6000)}`)) : Effect.void)
+    )
     const figure = yield* measure(db, processes)
     console.log(
       `${label.padEnd(18)} ${figure.cpuMsPerAttestation.toFixed(2)} ms CPU per attestation (${figure.attestations} in ${WINDOW_S} s), ${figure.onSchedule}/${AGENTS} agents on schedule; ` +
