@@ -293,8 +293,9 @@ const phase = (
     const processes = []
     for (let i = 0; i < runners; i++) processes.push(yield* startVerifier(`${label.replace(/\s+/g, "-")}-${i + 1}`, url, cluster, batchWindow ?? BATCH_WINDOW))
     // an enrolment that fails says what the verifier logged (its log is kept, at log_level)
-    yield* enrol(processes[0]!.url, fleet).pipe(
-      Effect.onExit((exit) => exit._tag === "Failure" ? Effect.sync(() => console.error(`the enrolling verifier's log, last lines:\n${processes[0]!.out().slice(-6000)}`)) : Effect.void)
+    const enrolling = processes[0]!
+    yield* enrol(enrolling.url, fleet).pipe(
+      Effect.onExit((exit) => exit._tag === "Failure" ? Effect.sync(() => console.error(`the enrolling verifier's log, last lines:\n${enrolling.out().slice(-6000)}`)) : Effect.void)
     )
     const figure = yield* measure(db, processes)
     console.log(
