@@ -154,16 +154,9 @@ export const pushEnrolment = (r: RegistrarRecord) => ({
   attestation_model: "push"
 })
 
-/** What a registration row holds on disk (read with the registrar down). */
-export interface RegistrationRowFacts {
-  readonly agent_id: string
-  readonly ek_tpm: string
-  readonly aik_tpm: string
-  readonly ip: string | null
-  readonly port: number | null
-  readonly mtls_cert: string | null
+/** What a registration row holds on disk (read with the registrar down): the record, its state and challenge. */
+export interface RegistrationRowFacts extends RegistrarRecord {
   readonly active: number
-  readonly regcount: number
   readonly challenge_key: string
 }
 
