@@ -15,6 +15,7 @@ export const ciSeconds: Readonly<Record<string, number>> = {
   "test/verifier/statelessFlood.test.ts": 60,
   "test/faults/network.test.ts": 58,
   "test/faults/processDeath.test.ts": 55,
+  "test/faults/componentDeath.test.ts": 60,
   "test/verifier/cluster.test.ts": 110,
   "test/verifier/clusterTransport.test.ts": 45,
   "test/faults/pushNetwork.test.ts": 45,
