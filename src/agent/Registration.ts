@@ -74,10 +74,13 @@ const step = <A, E, R>(name: RegistrationError["step"], where: string, call: Eff
       if (HttpClientError.isHttpClientError(e)) {
         if (e._tag === "RequestError") return new RegistrationError({ step: name, transient: true, message: `${where}: ${e.message}` })
         const status = e.response.status
+        // a body that could not be read whole (the registrar died or the connection was cut while
+        // it answered) is worth asking again; one read whole that is not what a registrar sends is not
+        const cut = e.reason === "Decode" && !(e.cause instanceof SyntaxError)
         return new RegistrationError({
           step: name,
-          transient: e.reason === "StatusCode" && (status >= 500 || status === 408 || status === 429),
-          message: `${where} answered ${status}${e.reason === "Decode" ? " with an unexpected body" : ""}`
+          transient: cut || (e.reason === "StatusCode" && (status >= 500 || status === 408 || status === 429)),
+          message: `${where} answered ${status}${cut ? ", but its body was cut short" : e.reason === "Decode" ? " with an unexpected body" : ""}`
         })
       }
       return new RegistrationError({ step: name, transient: false, message: `${where}: unexpected answer: ${e instanceof Error ? e.message : String(e)}` })
