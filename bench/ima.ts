@@ -20,6 +20,10 @@
  * (V8's concurrent GC and compiler) and whether a collection paused it (bench/_imaSpread.ts), so the
  * slowest calls can be told apart as GC, background threads or the machine.
  *
+ * Engines are measured as the verifier runs them, bundled by esbuild (bench/_imaEngine.ts);
+ * `--sources` imports their sources through tsx instead, where every read of an imported binding is
+ * a getter call (an engine that reads its tables through imports looks much slower that way).
+ *
  * Keylime is not installed on this machine and not measured here: its full-list rate is taken from
  * the issue's side-by-side run (attest's main at 2.5–3.2× Keylime's rate), so `ima_full_vs_keylime` =
  * 2.5 × (this engine's rate ÷ the baseline checkout's rate in this run), printed only when a baseline
@@ -31,12 +35,10 @@ import { loadavg } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { Either } from "effect"
-import { encodeEvaluationState, initialEvaluationState } from "../src/attestation/evaluate/state.js"
-import { loadRuntimePolicy } from "../src/ima/load.js"
 import type { CompiledPolicy } from "../src/ima/policy.js"
-import { keyringFromPems } from "../src/ima/signatures.js"
 import type { ImaState } from "../src/ima/state.js"
-import { verifyIma } from "../src/ima/verify.js"
+import type { verifyIma as VerifyIma } from "../src/ima/verify.js"
+import { engineOf, sourcesOnly } from "./_imaEngine.js"
 import { generate, type Generated, policyFor } from "./_imaGen.js"
 import { type Call, OtherThreads, pauseText, pausesIn, spreadText } from "./_imaSpread.js"
 
@@ -75,17 +77,10 @@ const baselineDir = (() => {
   const i = process.argv.indexOf("--baseline")
   return i >= 0 ? process.argv[i + 1] : undefined
 })()
-interface Engine {
-  readonly verify: typeof verifyIma
-  readonly load: typeof loadRuntimePolicy
-}
-const other: Engine | undefined =
-  baselineDir === undefined
-    ? undefined
-    : {
-        verify: ((await import(join(baselineDir, "src/ima/verify.ts"))) as { verifyIma: typeof verifyIma }).verifyIma,
-        load: ((await import(join(baselineDir, "src/ima/load.ts"))) as { loadRuntimePolicy: typeof loadRuntimePolicy }).loadRuntimePolicy
-      }
+const self = await engineOf(join(import.meta.dirname, ".."))
+const { verifyIma, loadRuntimePolicy, keyringFromPems, encodeEvaluationState, initialEvaluationState } = self
+const other = baselineDir === undefined ? undefined : await engineOf(baselineDir)
+type Verify = typeof VerifyIma
 
 /** What the evaluation needs of a generated chunk; the generator's path and digest arrays are dropped (they are not an agent's). */
 interface Chunk {
@@ -105,7 +100,7 @@ const tenantKeyring = Either.getOrThrow(keyringFromPems(pems))
 const policyKeys = JSON.stringify({ meta: { version: 1 }, keyids: [], pubkeys: pems })
 const learnedKeys = pems.map((pem) => ({ keyring: ".ima", der: crypto.createPublicKey(pem).export({ format: "der", type: "spki" }).toString("base64") }))
 
-console.log(`node ${process.version}; load average ${load1()}; generating ${N} ima-ng entries (sha256 template-hash column)…`)
+console.log(`node ${process.version}; engines ${sourcesOnly ? "imported from their sources through tsx (--sources)" : "bundled by esbuild, as the verifier runs them"}; load average ${load1()}; generating ${N} ima-ng entries (sha256 template-hash column)…`)
 let t = performance.now()
 const gen = chunk(generate(0, N, "sha256"))
 const more = { 10: chunk(generate(N, N + 10, "sha256", gen.pcrs)), 1000: chunk(generate(N, N + 1000, "sha256", gen.pcrs)) }
@@ -153,13 +148,13 @@ datas.length = 0
 console.log(`baseline hash loop (2×SHA-256/entry, crypto.hash to latin1): ${fmt(baseline)} s CPU`)
 
 // (a) full evaluation; with --baseline, the other engine's run follows each (order alternating).
-const otherPolicy = other === undefined ? undefined : load(N + 1000, "", other.load)
+const otherPolicy = other === undefined ? undefined : load(N + 1000, "", other.loadRuntimePolicy)
 await settle()
 const fullRuns: Array<number> = []
 const fullWall: Array<number> = []
 const otherRuns: Array<number> = []
 let stateAfter100k: ImaState | undefined
-const fullRun = (engine: typeof verifyIma, p: CompiledPolicy): { cpu: number; wall: number; state: ImaState } => {
+const fullRun = (engine: Verify, p: CompiledPolicy): { cpu: number; wall: number; state: ImaState } => {
   const w0 = performance.now()
   const t0 = cpuMs()
   const r = engine({ list: gen.text, startEntry: 0, policy: p, quotedPcr10: { sha256: gen.pcrs.sha256 } })
@@ -169,12 +164,12 @@ const fullRun = (engine: typeof verifyIma, p: CompiledPolicy): { cpu: number; wa
 }
 const fullFrom = performance.now()
 for (let i = 0; i < 9; i++) {
-  if (other !== undefined && i % 2 === 1) otherRuns.push(fullRun(other.verify, otherPolicy!).cpu)
+  if (other !== undefined && i % 2 === 1) otherRuns.push(fullRun(other.verifyIma, otherPolicy!).cpu)
   const r = fullRun(verifyIma, policy)
   fullRuns.push(r.cpu)
   fullWall.push(r.wall)
   stateAfter100k = r.state
-  if (other !== undefined && i % 2 === 0) otherRuns.push(fullRun(other.verify, otherPolicy!).cpu)
+  if (other !== undefined && i % 2 === 0) otherRuns.push(fullRun(other.verifyIma, otherPolicy!).cpu)
 }
 const fullGc = await gcText(fullFrom, performance.now())
 const full = median(fullRuns)
@@ -210,7 +205,7 @@ const incremental = async (
   const k = g.count
   const ds = templateDatas(g.text)
   const pcr0 = Buffer.from(state?.pcrs.sha256 ?? "", "hex")
-  const call = (engine: typeof verifyIma, pol: CompiledPolicy): string => {
+  const call = (engine: Verify, pol: CompiledPolicy): string => {
     const r = engine({ list: g.text, startEntry: from, state, policy: pol, quotedPcr10: { sha256: g.pcrs.sha256 }, keyring })
     if (r.failures.length !== 0 || r.state.nextEntry !== from + k) throw new Error(`${label}: incremental round failed`)
     // the row the loop writes after the verdict
@@ -230,7 +225,7 @@ const incremental = async (
     series.push({ cpu, others, wall: w1 - w0, from: w0, to: w1, replay: cpuMs() - t1 })
     if (other !== undefined && otherP !== undefined) {
       const t2 = cpuMs()
-      call(other.verify, otherP)
+      call(other.verifyIma, otherP)
       base.push(cpuMs() - t2)
     }
   }
