@@ -92,7 +92,10 @@ export const emptyFields = (): EntryFields => ({
 
 export { HEX_VALUE } from "./hex.js"
 
-const hexVal = (c: number): number => HEX_VALUE[c]!
+// Read once: where modules load as CommonJS (tsx, under which the benches and tools run), each read
+// of an imported binding is a getter call, and this table is read twice per hex digit.
+const HEX = HEX_VALUE
+const hexVal = (c: number): number => HEX[c]!
 
 /** Decodes text[a, b) (even length) into buf at off; -1 on a bad character. */
 const decodeHexAt = (text: string, a: number, b: number, buf: Uint8Array, off: number): number => {

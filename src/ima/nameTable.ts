@@ -27,6 +27,11 @@ export const nameHash = (s: string, a = 0, b = s.length): number => {
   return h & 0x3fffffff
 }
 
+// The hex tables, read once: where modules load as CommonJS (tsx, under which the benches and tools
+// run), each read of an imported binding is a getter call, and these are read per digest character.
+const HEX = HEX_VALUE
+const LOWER_HEX = LOWER_HEX_VALUE
+
 const CHUNK_BITS = 12
 const CHUNK_MASK = (1 << CHUNK_BITS) - 1
 /** Row layout in `rows`: name offset in its chunk, name length, first digest's offset in `pool`. */
@@ -55,7 +60,7 @@ export const policyDigestHexStart = (s: string, a = 0, b = s.length): number => 
   }
   const len = b - hexAt
   if (len < 32 || len > 128) return -1
-  for (let i = hexAt; i < b; i++) if (LOWER_HEX_VALUE[s.charCodeAt(i)]! < 0) return -1
+  for (let i = hexAt; i < b; i++) if (LOWER_HEX[s.charCodeAt(i)]! < 0) return -1
   return hexAt
 }
 
@@ -145,8 +150,8 @@ export class NameTableBuilder {
       let p = p0 + 1
       let bad = 0
       for (let i = a; i < b; i += 2) {
-        const hi = LOWER_HEX_VALUE[s.charCodeAt(i)]!
-        const lo = LOWER_HEX_VALUE[s.charCodeAt(i + 1)]!
+        const hi = LOWER_HEX[s.charCodeAt(i)]!
+        const lo = LOWER_HEX[s.charCodeAt(i + 1)]!
         bad |= hi | lo
         pool[p++] = (hi << 4) | lo
       }
@@ -225,7 +230,7 @@ export class NameTableBuilder {
     let p = this.reserve(1 + bytes)
     const pool = this.pool
     pool[p++] = bytes
-    for (let i = at; i < at + 2 * bytes; i += 2) pool[p++] = (HEX_VALUE[d.charCodeAt(i)]! << 4) | HEX_VALUE[d.charCodeAt(i + 1)]!
+    for (let i = at; i < at + 2 * bytes; i += 2) pool[p++] = (HEX[d.charCodeAt(i)]! << 4) | HEX[d.charCodeAt(i + 1)]!
     this.poolLength = p
   }
 
@@ -264,7 +269,7 @@ const grow32 = (a: Int32Array, min: number): Int32Array => {
 }
 
 const isHex = (s: string): boolean => {
-  for (let i = 0; i < s.length; i++) if (HEX_VALUE[s.charCodeAt(i)]! < 0) return false
+  for (let i = 0; i < s.length; i++) if (HEX[s.charCodeAt(i)]! < 0) return false
   return true
 }
 
