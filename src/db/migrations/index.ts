@@ -20,6 +20,7 @@ import m0025 from "./0025_verifier_owner_epoch.js"
 import m0026 from "./0026_verifier_notification_claims.js"
 import m0027 from "./0027_push_attestation_judge.js"
 import m0028 from "./0028_verifier_owner_runner.js"
+import m0029 from "./0029_push_attestation_outcomes.js"
 
 export const migrations = {
   "0001_attest_meta": m0001,
@@ -38,5 +39,6 @@ export const migrations = {
   "0025_verifier_owner_epoch": m0025,
   "0026_verifier_notification_claims": m0026,
   "0027_push_attestation_judge": m0027,
-  "0028_verifier_owner_runner": m0028
+  "0028_verifier_owner_runner": m0028,
+  "0029_push_attestation_outcomes": m0029
 } as const
