@@ -54,7 +54,7 @@ export const withRetryAfter = (response: HttpServerResponse.HttpServerResponse):
     : response
 
 /** A fiber's FiberRefs set for one request and put back when it ends. */
-type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]>
+export type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]>
 /** The running fiber's own setter (effect's FiberRuntime has it; the public RuntimeFiber type does not name it). */
 interface SettableFiber {
   readonly id: () => FiberId.Runtime
@@ -62,18 +62,27 @@ interface SettableFiber {
   readonly getFiberRefs: () => FiberRefs.FiberRefs
   readonly setFiberRefs: (refs: FiberRefs.FiberRefs) => void
 }
+const entriesOf = (fiber: SettableFiber, values: RefValues) => {
+  const id = fiber.id()
+  return values.map(([ref, value]) => [ref, [[id, value]]] as const)
+}
+
 /**
- * Sets `values` on the running fiber in one update of its FiberRefs, and returns what puts them
- * back (also one update). What `Effect.locally` does per ref, but each `locally` copies the fiber's
- * whole FiberRefs map twice: six per request were a tenth of a GET's CPU.
+ * Sets `values` on the running fiber in one update of its FiberRefs: what `Effect.locally` does
+ * per ref without the restore, but each `locally` copies the fiber's whole FiberRefs map twice
+ * (six per request were a tenth of a GET's CPU). For a fiber that ends with its request.
  */
+export const unsafeSetRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): void => {
+  const fiber = runtimeFiber as unknown as SettableFiber
+  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries: entriesOf(fiber, values) }))
+}
+
+/** unsafeSetRefs, returning what puts the previous values back (also one update). */
 const setRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): () => void => {
   const fiber = runtimeFiber as unknown as SettableFiber
-  const id = fiber.id()
-  const entries = (pairs: RefValues) => pairs.map(([ref, value]) => [ref, [[id, value]]] as const)
-  const saved = entries(values.map(([ref]) => [ref, fiber.getFiberRef(ref)] as const))
-  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries: entries(values) }))
-  return () => fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries: saved }))
+  const saved: RefValues = values.map(([ref]) => [ref, fiber.getFiberRef(ref)] as const)
+  unsafeSetRefs(runtimeFiber, values)
+  return () => unsafeSetRefs(runtimeFiber, saved)
 }
 
 /**
