@@ -176,7 +176,7 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
     const timeouts = yield* ListenerTimeouts
     const provider = yield* Effect.serviceOption(AuthorizationProvider)
     // with an exporter every request keeps its server span, so the router answers fixed routes too;
-    // without one nobody reads it, and building it (URL parse, attributes, ids) is not done at all
+    // without one nobody reads spans, and building them (URL parse, attributes, ids) is not done at all
     const exporting = (yield* Effect.tracer) !== nativeTracer
     const fixed = fixedRoutes.length > 0 && !exporting ? Option.getOrUndefined(provider) : undefined
     const runtime = yield* Effect.runtime<never>()
@@ -190,8 +190,14 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
       // the server takes its runtime (the listener's FiberRefs, the tracer's switch) from where serve() runs
       const serving = withListenerRefs(options, listener)(server.serve(front === undefined ? platformApp : front.app(platformApp)))
-      const untraced = exporting ? front?.untraced : () => true
-      yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      if (!exporting) {
+        // no exporter: no server span, and the handlers' spans are Effect's no-op ones (no ids,
+        // attributes or clock reads for spans nobody reads)
+        yield* Effect.withTracerEnabled(HttpMiddleware.withTracerDisabledWhenEffect(serving, () => true), false)
+      } else {
+        const untraced = front?.untraced
+        yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
+      }
       if (fixed !== undefined) {
         const restore = answerFixedRoutesFirst(node, fixedRoutes, listener, fixed, runtime)
         yield* Effect.addFinalizer(() => Effect.sync(restore))
