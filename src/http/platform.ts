@@ -62,10 +62,8 @@ interface SettableFiber {
   readonly getFiberRefs: () => FiberRefs.FiberRefs
   readonly setFiberRefs: (refs: FiberRefs.FiberRefs) => void
 }
-const entriesOf = (fiber: SettableFiber, values: RefValues) => {
-  const id = fiber.id()
-  return values.map(([ref, value]) => [ref, [[id, value]]] as const)
-}
+/** FiberRefs.updateManyAs's entries: each ref with its new value for one fiber. */
+type Entries = Parameters<typeof FiberRefs.updateManyAs>[1]["entries"]
 
 /**
  * Sets `values` on the running fiber in one update of its FiberRefs: what `Effect.locally` does
@@ -73,9 +71,19 @@ const entriesOf = (fiber: SettableFiber, values: RefValues) => {
  * (six per request were a tenth of a GET's CPU). For a fiber that ends with its request.
  */
 export const unsafeSetRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): void => {
+  if (values.length === 0) return
   const fiber = runtimeFiber as unknown as SettableFiber
-  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries: entriesOf(fiber, values) }))
+  const id = fiber.id()
+  const entries = values.map(([ref, value]) => [ref, [[id, value]]] as const) as unknown as Entries
+  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries }))
 }
+
+/** unsafeSetRefs as an effect on the fiber that runs it. */
+export const setRequestRefs = (values: RefValues): Effect.Effect<void> =>
+  Effect.withFiberRuntime<void>((fiber) => {
+    unsafeSetRefs(fiber, values)
+    return Effect.void
+  })
 
 /** unsafeSetRefs, returning what puts the previous values back (also one update). */
 const setRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): () => void => {

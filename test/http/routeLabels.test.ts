@@ -4,7 +4,7 @@
  * their servers add (the 405 catch-all, /openapi.json): each request is put to a real HttpRouter
  * whose handlers answer with their template, and the two must agree.
  */
-import { HttpApp, HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApp, type HttpMethod, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { UNMATCHED_ROUTE } from "../../src/ops/metrics.js"
@@ -15,11 +15,11 @@ import { VerifierApi } from "../../src/verifier/http/Api.js"
 
 /** The router's choice: its handlers answer with their template in a header; no route, no header. */
 const routerLabel = (routes: ReadonlyArray<RouteTemplate>) => {
-  const router = routes.reduce(
-    (r, route) =>
-      HttpRouter.route(route.method === "*" ? "*" : (route.method as "GET"))(r, route.path, Effect.succeed(HttpServerResponse.setHeader(HttpServerResponse.empty(), "x-route", route.path))),
-    HttpRouter.empty
-  )
+  let router: HttpRouter.HttpRouter = HttpRouter.empty
+  for (const route of routes) {
+    const answer = Effect.succeed(HttpServerResponse.setHeader(HttpServerResponse.empty(), "x-route", route.path))
+    router = HttpRouter.route(route.method as HttpMethod.HttpMethod | "*")(router, route.path as HttpRouter.PathInput, answer)
+  }
   const handler = HttpApp.toWebHandler(router)
   return async (method: string, url: string): Promise<string> => {
     const response = await handler(new Request(`http://localhost${url}`, { method }))

@@ -68,7 +68,7 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
     const identity = Effect.fn("StatelessChecks.identity")(function*(query: VerifyIdentityQuery) {
       const req = yield* parseIdentityQuery(query)
       // a lost connection is tried once more (then the HTTP layer answers 503)
-      const row = yield* retryOnceWhen((e: { readonly cause: unknown }) => isTransientSqlError(e.cause))(agents.find(req.agent_uuid))
+      const row = yield* retryOnceWhen((e: { readonly cause?: unknown }) => isTransientSqlError(e.cause))(agents.find(req.agent_uuid))
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId: req.agent_uuid })
       const ak = fromBase64(row.value.ak_tpm) ?? new Uint8Array(0)
       const result: VerifyIdentityResult = yield* Effect.scoped(Effect.zipRight(admit, pool.identity(ak, req)))

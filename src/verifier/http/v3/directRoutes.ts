@@ -23,7 +23,7 @@ import { bodyRefusal, type BodyRefused, collectBodyText, DEFAULT_MAX_JSON_DEPTH,
 import { currentMaxBodyBytes, envelopeDefects, originalRequestLine } from "../../../http/envelope.js"
 import { currentListener, type Listener } from "../../../http/identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "../../../http/jsonapi.js"
-import { unsafeSetRefs, withRetryAfter } from "../../../http/platform.js"
+import { setRequestRefs, withRetryAfter } from "../../../http/platform.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, VERIFIER_VERSIONS } from "../../../http/versions.js"
 import { unsafeRecordHttpRequest } from "../../../ops/metrics.js"
 import { Attestations } from "../../push/Attestations.js"
@@ -80,20 +80,20 @@ const frontApp = (options: DirectRouteOptions, attestations: Attestations, autho
   const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH
 
   const answer = (request: HttpServerRequest.HttpServerRequest, target: Matched) =>
-    Effect.withFiberRuntime((fiber) => {
-      // what the platform sets for a request, set on this request's own fiber in one update
-      // (platform-node forks one per request, and nothing after the answer reads them, so nothing
-      // puts them back)
-      unsafeSetRefs(fiber, [
+    // what the platform sets for a request, set on this request's own fiber in one update
+    // (platform-node forks one per request, and nothing after the answer reads them, so nothing
+    // puts them back)
+    Effect.zipRight(
+      setRequestRefs([
         [currentRequestPath, request.url],
         [originalRequestLine, { method: request.method, path: target.path }],
         [currentApiVersion, target.version],
         [currentFamily, "v3"],
         [currentMaxBodyBytes, options.maxBodyBytes],
         [currentListener, listener]
-      ])
-      return answerIn(request, target)
-    })
+      ]),
+      answerIn(request, target)
+    )
 
   const answerIn = (request: HttpServerRequest.HttpServerRequest, target: Matched) =>
     Effect.gen(function*() {
