@@ -6,7 +6,7 @@
  * the same request succeeds once space returns. Anything else (a constraint, a syntax error, a bad row) is a real error and is not retried.
  */
 import type { SqlError } from "@effect/sql"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 
 /** SQLSTATE classes and codes of PostgreSQL that mean "try again" (connection, shutdown, contention). */
 const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53100", "53300", "40001", "40P01"])
@@ -33,6 +33,13 @@ export const isTransientSqlError = (error: SqlError.SqlError | unknown): boolean
 /** How long to wait before the one retry. */
 export const TRANSIENT_RETRY_DELAY = "150 millis"
 
+/**
+ * Runs `self`, and once more after TRANSIENT_RETRY_DELAY when its error is one `retryable` accepts.
+ * A catch, not `Effect.retry` with a schedule: that builds a schedule driver on every call, and
+ * reads run this on every request.
+ */
+export const retryOnceWhen = <E>(retryable: (error: E) => boolean) => <A, E2 extends E, R>(self: Effect.Effect<A, E2, R>): Effect.Effect<A, E2, R> =>
+  Effect.catchIf(self, retryable, () => Effect.zipRight(Effect.sleep(TRANSIENT_RETRY_DELAY), self))
+
 /** Runs a statement, and once more after TRANSIENT_RETRY_DELAY when it failed transiently. */
-export const retryTransient = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.retry(self, { schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY), times: 1, while: isTransientSqlError })
+export const retryTransient = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => retryOnceWhen(isTransientSqlError)(self)

@@ -30,7 +30,7 @@
  */
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option } from "effect"
+import { Chunk, Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
@@ -40,7 +40,8 @@ import { envelopeUndeclared } from "./envelope.js"
 import { answerFixedRoutesFirst, type FixedRoute } from "./fixedRoutes.js"
 import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
-import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware } from "./platform.js"
+import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware, withListenerRefs } from "./platform.js"
+import { routeLabels } from "./routeLabels.js"
 import {
   DEFAULT_LISTENER_TIMEOUTS,
   ListenerTimeouts,
@@ -169,11 +170,15 @@ const nativeTracer = Effect.runSync(Effect.tracer)
 const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>, fixedRoutes: ReadonlyArray<FixedRoute> = []) =>
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
+    // the router's own routes name each request's route in the metrics (routeLabels.ts)
+    const routeLabel = routeLabels(Chunk.toReadonlyArray((yield* HttpApiBuilder.Router.router).routes))
     const fronts = yield* Effect.serviceOption(FrontApps)
     const timeouts = yield* ListenerTimeouts
     const provider = yield* Effect.serviceOption(AuthorizationProvider)
-    // with an exporter every request keeps its server span, so the router answers fixed routes too
-    const fixed = fixedRoutes.length > 0 && (yield* Effect.tracer) === nativeTracer ? Option.getOrUndefined(provider) : undefined
+    // with an exporter every request keeps its server span, so the router answers fixed routes too;
+    // without one nobody reads spans, and building them (URL parse, attributes, ids) is not done at all
+    const exporting = (yield* Effect.tracer) !== nativeTracer
+    const fixed = fixedRoutes.length > 0 && !exporting ? Option.getOrUndefined(provider) : undefined
     const runtime = yield* Effect.runtime<never>()
     const bound = new Map<string, BoundListener>()
     for (const l of listeners) {
@@ -181,13 +186,16 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       const server = yield* serveNode(l.name, node, { host: l.host, port: l.port })
       const listener: Listener = { name: l.name, tls: l.tls !== undefined }
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
-      const platformApp = platformMiddleware(options, listener)(app)
+      const platformApp = platformMiddleware(options, routeLabel)(app)
       const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
-      if (front === undefined) yield* server.serve(platformApp)
-      else {
-        const untraced = front.untraced
-        const serving = server.serve(front.app(platformApp))
-        // the server takes its runtime (and the tracer's switch in it) from where serve() runs
+      // the server takes its runtime (the listener's FiberRefs, the tracer's switch) from where serve() runs
+      const serving = withListenerRefs(options, listener)(server.serve(front === undefined ? platformApp : front.app(platformApp)))
+      if (!exporting) {
+        // no exporter: no server span, and the handlers' spans are Effect's no-op ones (no ids,
+        // attributes or clock reads for spans nobody reads)
+        yield* Effect.withTracerEnabled(HttpMiddleware.withTracerDisabledWhenEffect(serving, () => true), false)
+      } else {
+        const untraced = front?.untraced
         yield* untraced === undefined ? serving : HttpMiddleware.withTracerDisabledWhenEffect(serving, untraced)
       }
       if (fixed !== undefined) {

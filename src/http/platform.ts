@@ -7,13 +7,14 @@
  * Listeners (node servers with the TLS policy and the clientError hook) are src/http/HttpServers.ts.
  */
 import { FileSystem, Headers, type HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Either, type Fiber, type FiberRef, Option } from "effect"
+import { Context, Effect, Either, type Fiber, type FiberId, type FiberRef, FiberRefs, Option } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
 import { bodyMediaRefusal, PAYLOAD_METHODS } from "./mediaType.js"
+import { UNMATCHED_ROUTE } from "../ops/metrics.js"
 import { recordRequestMetrics } from "./requestMetrics.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
@@ -52,36 +53,69 @@ export const withRetryAfter = (response: HttpServerResponse.HttpServerResponse):
     ? HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS))
     : response
 
-/** A fiber's FiberRefs set for one request and put back when it ends (one finalizer for all). */
-type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]>
+/** A fiber's FiberRefs set for one request and put back when it ends. */
+export type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]>
 /** The running fiber's own setter (effect's FiberRuntime has it; the public RuntimeFiber type does not name it). */
 interface SettableFiber {
+  readonly id: () => FiberId.Runtime
   readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A
-  readonly setFiberRef: <A>(ref: FiberRef.FiberRef<A>, value: A) => void
+  readonly getFiberRefs: () => FiberRefs.FiberRefs
+  readonly setFiberRefs: (refs: FiberRefs.FiberRefs) => void
 }
+/** FiberRefs.updateManyAs's entries: each ref with its new value for one fiber. */
+type Entries = Parameters<typeof FiberRefs.updateManyAs>[1]["entries"]
+
+/**
+ * Sets `values` on the running fiber in one update of its FiberRefs: what `Effect.locally` does
+ * per ref without the restore, but each `locally` copies the fiber's whole FiberRefs map twice
+ * (six per request were a tenth of a GET's CPU). For a fiber that ends with its request.
+ */
+export const unsafeSetRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): void => {
+  if (values.length === 0) return
+  const fiber = runtimeFiber as unknown as SettableFiber
+  const id = fiber.id()
+  const entries = values.map(([ref, value]) => [ref, [[id, value]]] as const) as unknown as Entries
+  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries }))
+}
+
+/** unsafeSetRefs as an effect on the fiber that runs it. */
+export const setRequestRefs = (values: RefValues): Effect.Effect<void> =>
+  Effect.withFiberRuntime<void>((fiber) => {
+    unsafeSetRefs(fiber, values)
+    return Effect.void
+  })
+
+/** unsafeSetRefs, returning what puts the previous values back (also one update). */
 const setRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues): () => void => {
   const fiber = runtimeFiber as unknown as SettableFiber
-  const saved = values.map(([ref]) => [ref, fiber.getFiberRef(ref)] as const)
-  for (const [ref, value] of values) fiber.setFiberRef(ref, value)
-  return () => {
-    for (const [ref, value] of saved) fiber.setFiberRef(ref, value)
-  }
+  const saved: RefValues = values.map(([ref]) => [ref, fiber.getFiberRef(ref)] as const)
+  unsafeSetRefs(runtimeFiber, values)
+  return () => unsafeSetRefs(runtimeFiber, saved)
 }
 
 /**
- * The request's FiberRefs set around `effect`: what `Effect.locally` does per ref, with one
- * restoring finalizer for all of them (seven `locally` per request were a tenth of a GET's CPU).
+ * What every request of a listener shares, set once around `serve()` (the server forks each
+ * request's fiber from the runtime it captured there) rather than per request: the listener, the
+ * body limit its 413 names, and the platform's own body limit.
  */
-const locallyAll = <A, E, R>(values: RefValues, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) => Effect.ensuring(effect, Effect.sync(setRefs(fiber, values))))
+export const withListenerRefs = (options: PlatformOptions, listener: Listener) => <A, E, R>(serve: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  serve.pipe(
+    Effect.locally(currentListener, listener),
+    Effect.locally(currentMaxBodyBytes, options.maxBodyBytes),
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(options.maxBodyBytes)))
+  )
 
-/** Version prefix, body limit and envelope around the app, per listener. */
-export const platformMiddleware = (options: PlatformOptions, listener: Listener) => {
+/**
+ * Version prefix, body limit and envelope around the app, per listener; its server is served
+ * `withListenerRefs` of the same listener. `routeLabel` names the router's route a request reaches
+ * (routeLabels.ts), for the request metrics.
+ */
+export const platformMiddleware = (options: PlatformOptions, routeLabel: (method: string, url: string) => string) => {
   const unversioned = new Set(options.unversioned)
-  const maxBodySize = Option.some(FileSystem.Size(options.maxBodyBytes))
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
     const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
-    const route = (request: HttpServerRequest.HttpServerRequest, rawPath: string, query: string): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+    /** Where a request goes: its path without trailing slashes, its version prefix, its family. */
+    const targetOf = (rawPath: string) => {
       // `/v2.6/agents/` and `/v2.6/agents` are the same route, as in Keylime
       const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.replace(/\/+$/, "") || "/" : rawPath
       const match = unversioned.has(path) ? undefined : matchVersionPrefix(path, options.versions)
@@ -89,6 +123,15 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
       // v2 shapes (spec §4.4, push-model.md §1.2) and are answered by the v2 routes
       const sharesV2 = match?._tag === "Versioned" && match.version.major >= 3 && V3_SHARED_V2.test(match.rest)
       const jsonApi = match?._tag === "Versioned" && match.version.major >= 3 && !sharesV2
+      return { path, match, jsonApi }
+    }
+    const route = (
+      request: HttpServerRequest.HttpServerRequest,
+      rawPath: string,
+      query: string,
+      { jsonApi, match, path }: ReturnType<typeof targetOf>,
+      routed: { route: string }
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
       const refuse = (code: number, text: string) =>
         Effect.succeed(jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text))
       const withUrl = (url: string, body: string | undefined) => {
@@ -102,6 +145,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
         const modified = toldJson
           ? request.modify({ url })
           : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
+        routed.route = routeLabel(request.method, url)
         return Effect.provideService(
           app,
           HttpServerRequest.HttpServerRequest,
@@ -127,7 +171,7 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
             const reachesV3 = match.rest === V3_ROUTE_PREFIX || match.rest.startsWith(`${V3_ROUTE_PREFIX}/`)
             if (!jsonApi && reachesV3) return refuse(404, StatusText.notFound(request.method, rawPath))
             const url = jsonApi ? (match.rest === "/" ? V3_ROUTE_PREFIX : V3_ROUTE_PREFIX + match.rest) : match.rest
-            return locallyAll([[currentApiVersion, match.version], [currentFamily, jsonApi ? "v3" : "v2"]], withUrl(url + query, body))
+            return withUrl(url + query, body)
           }
         }
       }
@@ -151,18 +195,20 @@ export const platformMiddleware = (options: PlatformOptions, listener: Listener)
     return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, unknown, unknown>((fiber) => {
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       const { path, query } = splitUrl(request.url)
-      const restore = setRefs(fiber, [
-        [currentListener, listener],
-        [currentMaxBodyBytes, options.maxBodyBytes],
-        [originalRequestLine, { method: request.method, path }],
-        [currentRequestPath, path]
-      ])
-      return route(request, path, query).pipe(
+      const target = targetOf(path)
+      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path]]
+      // the version a request was routed under, and its family, for the handlers
+      const restore = setRefs(
+        fiber,
+        target.match?._tag === "Versioned" ? [...refs, [currentApiVersion, target.match.version], [currentFamily, target.jsonApi ? "v3" : "v2"]] : refs
+      )
+      // the router's route, once the request reaches it (a refused body, an unknown version never do)
+      const routed = { route: UNMATCHED_ROUTE }
+      return route(request, path, query, target, routed).pipe(
         envelopeDefects,
         Effect.map(withRetryAfter),
-        recordRequestMetrics,
-        Effect.ensuring(Effect.sync(restore)),
-        Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize)
+        recordRequestMetrics(() => routed.route),
+        Effect.ensuring(Effect.sync(restore))
       )
     }) as unknown as HttpApp.Default<never, R>
   }

@@ -52,7 +52,7 @@ export const serveMethodNotAllowed = (routes: ReadonlyArray<RouteTemplate>) => {
     router.all(
       "*",
       Effect.gen(function*() {
-        // the router named this request's route "*": requests no API route matched count as unmatched
+        // the router named this request's route "*" on its server span (if it has one): unmatched, as in the metrics
         yield* Effect.annotateCurrentSpan("http.route", UNMATCHED_ROUTE)
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = request.url.split("?")[0] ?? "/"

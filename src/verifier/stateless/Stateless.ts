@@ -10,10 +10,10 @@
  * records the metrics. The settings are checked at start here too: one that cannot be used
  * stops start-up naming the option.
  */
-import { Clock, Context, Effect, Option, Schedule, type Scope } from "effect"
+import { Clock, Context, Effect, Option, type Scope } from "effect"
 import type { VerifyIdentityQuery, VerifyIdentityResult } from "../../../schemas/Evidence.js"
 import { VerifierConfig } from "../../config/services.js"
-import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../../db/transient.js"
+import { isTransientSqlError, retryOnceWhen } from "../../db/transient.js"
 import type { ApiVersion } from "../../http/versions.js"
 import { amdRoots, type SnpRoots } from "../../tee/index.js"
 import { recordAttestation } from "../../ops/metrics.js"
@@ -68,11 +68,7 @@ export class StatelessChecks extends Effect.Service<StatelessChecks>()("attest/v
     const identity = Effect.fn("StatelessChecks.identity")(function*(query: VerifyIdentityQuery) {
       const req = yield* parseIdentityQuery(query)
       // a lost connection is tried once more (then the HTTP layer answers 503)
-      const row = yield* Effect.retry(agents.find(req.agent_uuid), {
-        schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY),
-        times: 1,
-        while: (e) => isTransientSqlError(e.cause)
-      })
+      const row = yield* retryOnceWhen((e: { readonly cause?: unknown }) => isTransientSqlError(e.cause))(agents.find(req.agent_uuid))
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId: req.agent_uuid })
       const ak = fromBase64(row.value.ak_tpm) ?? new Uint8Array(0)
       const result: VerifyIdentityResult = yield* Effect.scoped(Effect.zipRight(admit, pool.identity(ak, req)))

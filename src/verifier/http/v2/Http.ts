@@ -7,9 +7,9 @@
  */
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Either, FiberRef, Schedule } from "effect"
+import { Effect, Either, FiberRef } from "effect"
 import { BadRequest, StatusText } from "../../../../schemas/Envelope.js"
-import { isTransientSqlError, TRANSIENT_RETRY_DELAY } from "../../../db/transient.js"
+import { isTransientSqlError, retryOnceWhen } from "../../../db/transient.js"
 import { currentApiVersion, versionInfo, type VersionSet } from "../../../http/versions.js"
 import { version as attestVersion } from "../../../ops/version.js"
 import { VerifierConfig } from "../../../config/services.js"
@@ -36,11 +36,7 @@ const answer = (operation: Operation) => <A, R>(effect: Effect.Effect<A, Verifie
  * was lost may have happened.
  */
 const answerRead = (operation: Operation) => <A, R>(effect: Effect.Effect<A, VerifierDomainError, R>) =>
-  answer(operation)(Effect.retry(effect, {
-    schedule: Schedule.spaced(TRANSIENT_RETRY_DELAY),
-    times: 1,
-    while: (e) => e._tag === "VerifierStoreError" && isTransientSqlError(e.cause)
-  }))
+  answer(operation)(retryOnceWhen((e: VerifierDomainError) => e._tag === "VerifierStoreError" && isTransientSqlError(e.cause))(effect))
 
 /** The body as JSON: an empty body is Keylime's "Expected non zero content length", bad JSON names the parser's complaint. */
 export const jsonBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<unknown, BadRequest> =>

@@ -16,14 +16,14 @@
  */
 import { type HttpApp, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Either, Exit, FiberRef, Layer } from "effect"
+import { Effect, Either, Exit, Layer } from "effect"
 import { FrontApps } from "../../../http/HttpServers.js"
 import { VerifierConfig } from "../../../config/services.js"
 import { bodyRefusal, type BodyRefused, collectBodyText, DEFAULT_MAX_JSON_DEPTH, hasBody, withinDepth } from "../../../http/body.js"
 import { currentMaxBodyBytes, envelopeDefects, originalRequestLine } from "../../../http/envelope.js"
 import { currentListener, type Listener } from "../../../http/identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "../../../http/jsonapi.js"
-import { withRetryAfter } from "../../../http/platform.js"
+import { setRequestRefs, withRetryAfter } from "../../../http/platform.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, VERIFIER_VERSIONS } from "../../../http/versions.js"
 import { unsafeRecordHttpRequest } from "../../../ops/metrics.js"
 import { Attestations } from "../../push/Attestations.js"
@@ -80,18 +80,20 @@ const frontApp = (options: DirectRouteOptions, attestations: Attestations, autho
   const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH
 
   const answer = (request: HttpServerRequest.HttpServerRequest, target: Matched) =>
-    Effect.gen(function*() {
-      // what the platform sets for a request, set on this request's own fiber (platform-node forks
-      // one per request, and nothing after the answer reads them): Effect.locally's restore, six
-      // times per request, costs more than these plain writes
-      yield* FiberRef.set(currentRequestPath, request.url)
-      yield* FiberRef.set(originalRequestLine, { method: request.method, path: target.path })
-      yield* FiberRef.set(currentApiVersion, target.version)
-      yield* FiberRef.set(currentFamily, "v3")
-      yield* FiberRef.set(currentMaxBodyBytes, options.maxBodyBytes)
-      yield* FiberRef.set(currentListener, listener)
-      return yield* answerIn(request, target)
-    })
+    // what the platform sets for a request, set on this request's own fiber in one update
+    // (platform-node forks one per request, and nothing after the answer reads them, so nothing
+    // puts them back)
+    Effect.zipRight(
+      setRequestRefs([
+        [currentRequestPath, request.url],
+        [originalRequestLine, { method: request.method, path: target.path }],
+        [currentApiVersion, target.version],
+        [currentFamily, "v3"],
+        [currentMaxBodyBytes, options.maxBodyBytes],
+        [currentListener, listener]
+      ]),
+      answerIn(request, target)
+    )
 
   const answerIn = (request: HttpServerRequest.HttpServerRequest, target: Matched) =>
     Effect.gen(function*() {
