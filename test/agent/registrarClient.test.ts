@@ -20,6 +20,24 @@ import { tempDir } from "./support.js"
 const pki = makeTestPki()
 afterAll(() => removePki(pki))
 
+/** One registration attempt at `url` with the simulated TPM in context: its error (the attempt must fail). */
+const registerAt = (url: string, id: string) =>
+  Effect.gen(function*() {
+    const tpm = yield* Tpm
+    const ak = yield* tpm.createAk("rsa", { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" })
+    return yield* Effect.flip(registerOnce({
+      registrarUrl: url,
+      agentId: id,
+      ekPublic: yield* tpm.ekPublic("rsa"),
+      ekCertificate: yield* tpm.ekCertificate("rsa"),
+      ak,
+      mtlsCert: "disabled",
+      contactIp: "127.0.0.1",
+      contactPort: 9002,
+      versions: V2_VERSIONS.supported
+    }))
+  })
+
 it.live("a registrar's refusal is a final RegistrationError with its status text", () =>
   Effect.gen(function*() {
     const dir = yield* tempDir("attest-agent-regclient-")
@@ -29,19 +47,7 @@ it.live("a registrar's refusal is a final RegistrationError with its status text
       NodeHttpClient.layerUndici
     ))
     const reg = Context.get(ctx, TestRegistrar)
-    const tpm = Context.get(ctx, Tpm)
-    const ak = yield* tpm.createAk("rsa", { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" })
-    const error = yield* Effect.flip(registerOnce({
-      registrarUrl: reg.httpUrl,
-      agentId: "regclient-agent-1",
-      ekPublic: yield* tpm.ekPublic("rsa"),
-      ekCertificate: yield* tpm.ekCertificate("rsa"),
-      ak,
-      mtlsCert: "disabled",
-      contactIp: "127.0.0.1",
-      contactPort: 9002,
-      versions: V2_VERSIONS.supported
-    }).pipe(Effect.provide(ctx)))
+    const error = yield* registerAt(reg.httpUrl, "regclient-agent-1").pipe(Effect.provide(ctx))
     expect(error).toBeInstanceOf(RegistrationError)
     expect(error).toMatchObject({
       step: "register",
@@ -78,22 +84,7 @@ const answering = (write: (res: ServerResponse) => void) =>
     })
   )
 
-const registerAt = (url: string, id: string) =>
-  Effect.gen(function*() {
-    const tpm = yield* Tpm
-    const ak = yield* tpm.createAk("rsa", { alg: "rsa", bits: 2048, hash: "sha256", scheme: "rsassa" })
-    return yield* Effect.flip(registerOnce({
-      registrarUrl: url,
-      agentId: id,
-      ekPublic: yield* tpm.ekPublic("rsa"),
-      ekCertificate: yield* tpm.ekCertificate("rsa"),
-      ak,
-      mtlsCert: "disabled",
-      contactIp: "127.0.0.1",
-      contactPort: 9002,
-      versions: V2_VERSIONS.supported
-    }))
-  }).pipe(Effect.provide(Layer.merge(TpmSimulator.layer({ seed: "regclient-cut" }), NodeHttpClient.layerUndici)))
+const simulated = Layer.merge(TpmSimulator.layer({ seed: "regclient-cut" }), NodeHttpClient.layerUndici)
 
 it.live("a registrar answer cut short is transient; one read whole but not JSON is final", () =>
   Effect.gen(function*() {
@@ -102,10 +93,10 @@ it.live("a registrar answer cut short is transient; one read whole but not JSON 
       res.write(`{"code": 200, "status": "Success", "results": {"blob": "`)
       setTimeout(() => res.socket?.destroy(), 20)
     })
-    const cutError = yield* registerAt(`http://127.0.0.1:${(cut.address() as AddressInfo).port}`, "regclient-cut-1")
+    const cutError = yield* registerAt(`http://127.0.0.1:${(cut.address() as AddressInfo).port}`, "regclient-cut-1").pipe(Effect.provide(simulated))
     expect({ step: cutError.step, transient: cutError.transient, message: cutError.message }).toMatchObject({ step: "register", transient: true, message: expect.stringMatching(/answered 200, but its body was cut short$/) })
 
     const garbage = yield* answering((res) => res.writeHead(200, { "content-type": "application/json" }).end("this is not a registrar"))
-    const garbageError = yield* registerAt(`http://127.0.0.1:${(garbage.address() as AddressInfo).port}`, "regclient-cut-2")
+    const garbageError = yield* registerAt(`http://127.0.0.1:${(garbage.address() as AddressInfo).port}`, "regclient-cut-2").pipe(Effect.provide(simulated))
     expect({ step: garbageError.step, transient: garbageError.transient, message: garbageError.message }).toMatchObject({ step: "register", transient: false, message: expect.stringMatching(/: unexpected answer: .*Could not parse JSON/s) })
   }).pipe(Effect.scoped), 60_000)
