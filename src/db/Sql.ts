@@ -13,6 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import Pg from "pg"
 import { watchDbPool } from "../ops/metrics.js"
+import { guardCancels } from "./cancelGuard.js"
 import { MigrationsLive } from "./migrate.js"
 
 export interface DatabaseOptions {
@@ -103,7 +104,8 @@ const pgLayer = (url: Redacted.Redacted<string>, component: string, max: number)
     applicationName: "attest",
     acquire: Effect.acquireRelease(
       Effect.gen(function*() {
-        const pool = new Pg.Pool({ connectionString: Redacted.value(url), max, application_name: "attest" })
+        // guarded: @effect/sql-pg's cancel of an interrupted statement could hit the next user of its connection
+        const pool = guardCancels(new Pg.Pool({ connectionString: Redacted.value(url), max, application_name: "attest" }))
         // errors of idle connections surface on the next query; unhandled, they would end the process
         pool.on("error", () => {})
         yield* Effect.tryPromise({
