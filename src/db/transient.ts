@@ -8,8 +8,13 @@
 import type { SqlError } from "@effect/sql"
 import { Effect } from "effect"
 
-/** SQLSTATE classes and codes of PostgreSQL that mean "try again" (connection, shutdown, contention). */
-const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53100", "53300", "40001", "40P01"])
+/**
+ * SQLSTATE classes and codes of PostgreSQL that mean "try again": shutdown or restart (57P01-03),
+ * out of resources (53100 disk full, 53300 too many connections), contention (40001 serialization,
+ * 40P01 deadlock, 55P03 lock timeout) and a statement cancelled (57014: pg_cancel_backend by an
+ * operator, a statement_timeout) — the statement was undone, and the same request succeeds again.
+ */
+const PG_TRANSIENT = new Set(["57P01", "57P02", "57P03", "53100", "53300", "40001", "40P01", "55P03", "57014"])
 const NODE_TRANSIENT = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOSPC", "EROFS"])
 const SQLITE_TRANSIENT = new Set(["SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL"])
 /** better-sqlite3's extended codes: SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED, … */

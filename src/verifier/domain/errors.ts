@@ -3,6 +3,7 @@
  * field, reason); each Http.ts maps them to a status code and a text of `texts.ts`.
  */
 import { Schema } from "effect"
+import { codeOf, reasonsOf } from "../../ops/errorText.js"
 
 /** A path agent id with characters outside [A-Za-z0-9._-] (texts.ts badAgentId). */
 export class InvalidAgentId extends Schema.TaggedError<InvalidAgentId>()("InvalidAgentId", {
@@ -173,9 +174,16 @@ export class VerifierStoreError extends Schema.TaggedError<VerifierStoreError>()
   }
 }
 
-export const storeError = (operation: string) => (cause: unknown): VerifierStoreError =>
-  new VerifierStoreError({
+/**
+ * The failure of `operation`, its reason what the driver said below the SqlError's own "Failed to
+ * execute statement", with its code: "Failed to execute statement: canceling statement due to user
+ * request (57014)". The operator reading the log, and the admin reading a 500, need the cause.
+ */
+export const storeError = (operation: string) => (cause: unknown): VerifierStoreError => {
+  const code = codeOf(cause)
+  return new VerifierStoreError({
     operation,
-    reason: cause instanceof Error ? cause.message : String(cause),
+    reason: `${reasonsOf(cause)}${code === undefined ? "" : ` (${code})`}`,
     cause
   })
+}

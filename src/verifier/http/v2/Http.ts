@@ -21,13 +21,13 @@ import { EAR_MEDIA_TYPE, issueEar } from "../../../ear/token.js"
 import { Agents } from "../../domain/Agents.js"
 import { EarIssuer } from "../../domain/earIssuer.js"
 import { VerifierApi } from "../Api.js"
-import { httpErrorOf, type Operation, type VerifierDomainError } from "./httpErrors.js"
+import { httpErrorOf, logStoreFailure, type Operation, type VerifierDomainError } from "./httpErrors.js"
 import { Policies } from "../../domain/policy/Policies.js"
 import { type StatelessBusy, StatelessChecks, type StatelessWorkerFailed } from "../../stateless/Stateless.js"
 import { VerifierText } from "../../domain/texts.js"
 
 const answer = (operation: Operation) => <A, R>(effect: Effect.Effect<A, VerifierDomainError, R>) =>
-  Effect.mapError(effect, httpErrorOf(operation))
+  Effect.mapError(Effect.tapError(effect, logStoreFailure), httpErrorOf(operation))
 
 /**
  * A read whose database connection failed transiently is tried once more after

@@ -3,7 +3,7 @@
  * operation where Keylime answers the same fact differently (an unknown agent is 404 on GET but
  * 400 "No row was found…" on stop/reactivate; an unknown mb policy is 404 on GET but 409 on PUT).
  */
-import { Match } from "effect"
+import { Effect, Match } from "effect"
 import {
   BadRequest,
   Conflict,
@@ -70,6 +70,17 @@ export type Operation =
   | "identity"
 
 export const UNAVAILABLE_TEXT = "The verifier database is unavailable at the moment; retry later"
+
+/**
+ * A request the database failed, logged with the driver's reason and code (storeError): the 503's
+ * text says only "retry later", and an operator needs to know what PostgreSQL said.
+ */
+export const logStoreFailure = (e: VerifierDomainError): Effect.Effect<void> =>
+  e._tag !== "VerifierStoreError"
+    ? Effect.void
+    : isTransientSqlError(e.cause)
+    ? Effect.logWarning(`answered 503 (the database is momentarily unavailable): ${e.message}`)
+    : Effect.logError(`answered 500: ${e.message}`)
 
 export const httpErrorOf = (operation: Operation) =>
   Match.type<VerifierDomainError>().pipe(

@@ -17,7 +17,7 @@ import { AgentAdmin } from "../../domain/AgentAdmin.js"
 import { Agents } from "../../domain/Agents.js"
 import { VerifierApi } from "../Api.js"
 import type { RuntimePolicyResponse } from "../../../../schemas/Verifier.js"
-import type { VerifierDomainError } from "../v2/httpErrors.js"
+import { logStoreFailure, type VerifierDomainError } from "../v2/httpErrors.js"
 import { Policies } from "../../domain/policy/Policies.js"
 import type { RenderSettings } from "../../domain/agentStatus.js"
 import { type AdminOperation, adminErrorOf } from "./adminErrors.js"
@@ -37,7 +37,10 @@ const readBody = <A, I>(schema: Schema.Schema<A, I, never>, type: string) =>
 
 /** The domain's answer, or its error as a JSON:API error document. */
 const answer = <A, R>(operation: AdminOperation, effect: Effect.Effect<A, VerifierDomainError, R>, ok: (a: A) => Effect.Effect<Response, never, R>) =>
-  Effect.flatMap(Effect.either(effect), (result) => Either.isLeft(result) ? errorsResponse([adminErrorOf(operation, result.left)]) : ok(result.right))
+  Effect.flatMap(
+    Effect.either(Effect.tapError(effect, logStoreFailure)),
+    (result) => Either.isLeft(result) ? errorsResponse([adminErrorOf(operation, result.left)]) : ok(result.right)
+  )
 
 const prefixAndPath = Effect.map(FiberRef.get(currentRequestPath), (path) => ({ prefix: versionPrefixOf(path), path }))
 
