@@ -88,18 +88,24 @@ describe.skipIf(!pgAvailable)("cancels of interrupted statements on PostgreSQL",
       }).pipe(Effect.provide(Layer.fresh(DbLive({ ...options, database_pool_max: 2 }, component)))))
     }), { timeout: 120_000 })
 
-  it.scopedLive("an interrupted statement that still runs is cancelled on the server", () =>
+  it.scopedLive("an interrupted statement that still runs is cancelled on the server, pooled or in a transaction", () =>
     Effect.gen(function*() {
       const options = yield* testDatabase("pg")
       const watch = yield* observer
       const marker = `m${Math.random().toString(36).slice(2, 10)}`
       yield* Effect.scoped(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const long = yield* Effect.fork(sql`SELECT pg_sleep(60) AS ${sql.literal(`long_${marker}`)}`)
-        expect(yield* until(activeWith(watch, `long_${marker}`), (n) => n === 1, "60 seconds")).toEqual(Either.right(1))
-        yield* Fiber.interrupt(long)
-        // well before its 60 s: the server stopped it
-        expect(yield* until(activeWith(watch, `long_${marker}`), (n) => n === 0, "30 seconds")).toEqual(Either.right(0))
+        // a pooled statement, and one in a transaction (its connection reserved)
+        for (const [name, statement] of [
+          ["pooled", sql`SELECT pg_sleep(60) AS ${sql.literal(`pooled_${marker}`)}`],
+          ["transaction", sql.withTransaction(sql`SELECT pg_sleep(60) AS ${sql.literal(`transaction_${marker}`)}`)]
+        ] as const) {
+          const long = yield* Effect.fork(statement)
+          expect([name, yield* until(activeWith(watch, `${name}_${marker}`), (n) => n === 1, "60 seconds")]).toEqual([name, Either.right(1)])
+          yield* Fiber.interrupt(long)
+          // well before its 60 s: the server stopped it
+          expect([name, yield* until(activeWith(watch, `${name}_${marker}`), (n) => n === 0, "30 seconds")]).toEqual([name, Either.right(0)])
+        }
       }).pipe(Effect.provide(Layer.fresh(DbLive({ ...options, database_pool_max: 2 }, `cancel-guard-long-${marker}`)))))
     }), { timeout: 120_000 })
 })
