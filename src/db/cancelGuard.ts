@@ -12,7 +12,8 @@
  * connection: each statement is known by the Effect context it was issued in (@effect/sql gives
  * every statement a scope of its own, and the cancel runs in that context), and a connection whose
  * cancel is on its way is not handed to anyone until the cancel is done (PostgreSQL has signalled
- * the backend by then, so the next statement cannot be hit). A cancel that no longer applies is
+ * the backend by then, so the next statement cannot be hit), nor while the interrupted statement
+ * still runs on it (the next holder would wait behind it). A cancel that no longer applies is
  * answered at once, unsent. Queries issued without a callback (cursors, promises) are not tracked:
  * their connection is never cancelled, which only lets an interrupted statement run to its end.
  *
@@ -41,7 +42,7 @@ interface Tracked {
   untracked: boolean
   /** Cancels of this connection's statement on their way. */
   cancelling: number
-  /** Releases held back until they are done. */
+  /** Releases held back until those are done and the statements answered. */
   readonly held: Array<() => void>
 }
 
@@ -55,6 +56,17 @@ const currentStatement = (): unknown => Option.getOrUndefined(Option.map(Fiber.g
 export const guardCancels = (pool: Pg.Pool): Pg.Pool => {
   const byPid = new Map<number, Tracked>()
   const trackedOf = new WeakMap<Pg.PoolClient, Tracked>()
+
+  /**
+   * A connection is handed to no one while a cancel of its statement is on its way, nor while a
+   * statement of its last holder still runs on it (an interrupted one whose cancel did not apply):
+   * the next holder would wait behind it, or be hit by its cancel.
+   */
+  const busy = (t: Tracked) => t.cancelling > 0 || t.running.length > 0
+  const flush = (t: Tracked) => {
+    // a release that throws (released twice) must not escape into pg's callback and end the process
+    if (!busy(t)) for (const release of t.held.splice(0)) Either.try(release)
+  }
 
   const track = (client: Pg.PoolClient): Tracked => {
     const known = trackedOf.get(client)
@@ -71,13 +83,24 @@ export const guardCancels = (pool: Pg.Pool): Pg.Pool => {
         return query(...args)
       }
       const statement: Sent = { context: currentStatement(), lease: t.lease }
-      t.running.push(statement)
-      args[args.length - 1] = (...answer: Array<unknown>) => {
+      const answered = () => {
         const at = t.running.indexOf(statement)
         if (at >= 0) t.running.splice(at, 1)
-        return (last as (...a: Array<unknown>) => unknown)(...answer)
       }
-      return query(...args)
+      t.running.push(statement)
+      args[args.length - 1] = (...answer: Array<unknown>) => {
+        answered()
+        const result = (last as (...a: Array<unknown>) => unknown)(...answer)
+        flush(t)
+        return result
+      }
+      try {
+        return query(...args)
+      } catch (e) {
+        // never sent: it will not answer
+        answered()
+        throw e
+      }
     }
     return t
   }
@@ -99,7 +122,7 @@ export const guardCancels = (pool: Pg.Pool): Pg.Pool => {
       t.lease = lease
       const original = client.release
       const held = (releaseErr?: unknown) => {
-        if (t.cancelling > 0) t.held.push(() => original(releaseErr as Error | boolean | undefined))
+        if (busy(t)) t.held.push(() => original(releaseErr as Error | boolean | undefined))
         else original(releaseErr as Error | boolean | undefined)
       }
       client.release = held
@@ -111,8 +134,7 @@ export const guardCancels = (pool: Pg.Pool): Pg.Pool => {
 
   const done = (t: Tracked) => {
     t.cancelling = Math.max(0, t.cancelling - 1)
-    // a release that throws (released twice) must not escape into pg's callback and end the process
-    if (t.cancelling === 0) for (const release of t.held.splice(0)) Either.try(release)
+    flush(t)
   }
 
   /** Sends the cancel when the statement of this fiber's context is the one running on `pid`'s connection. */
