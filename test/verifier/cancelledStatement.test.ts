@@ -2,11 +2,11 @@
  * An agent add whose statement PostgreSQL cancels (57014 "canceling statement due to user
  * request": what a stray cancel of @effect/sql-pg did to adds while a second cluster runner
  * started, and what an operator's pg_cancel_backend does) is answered 503 with Retry-After, not
- * 500, and stores nothing; the same add then succeeds. On a real PostgreSQL: the add is held on a
+ * 500, and stores nothing; the log gives PostgreSQL's reason and code; the same add then succeeds. On a real PostgreSQL: the add is held on a
  * lock another connection takes on verifier_agents, and cancelled there.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Logger } from "effect"
 import Pg from "pg"
 import { testDatabase } from "../support/db.js"
 import { needsPostgres, postgresUrl } from "../support/requirements.js"
@@ -18,12 +18,19 @@ afterAll(() => removePki(pki))
 const pgOk = await needsPostgres()
 const ID = "d432fbb3-d2f1-4a97-9ef7-75bd81c00057"
 
+/** The verifier's log lines (its fibers are forked while this logger is in place). */
+const logged: Array<string> = []
+const captureLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ message }) => void logged.push(Array.isArray(message) ? message.map(String).join(" ") : String(message)))
+)
+
 describe.skipIf(!pgOk)("verifier when PostgreSQL cancels a statement of an add", () => {
   it.scopedLive("answers 503 with Retry-After, stores nothing, and the add succeeds afterwards", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase("pg")
       const schema = new URL(db.database_url).searchParams.get("options")!.replace("-c search_path=", "")
-      const v = yield* startVerifier({ pki, db })
+      const v = yield* startVerifier({ pki, db }).pipe(Effect.provide(captureLogs))
       const add = vcall(pki, v, { method: "POST", path: `/v2.6/agents/${ID}`, json: validBody() })
       const locker = yield* Effect.acquireRelease(
         Effect.promise(async () => {
@@ -54,6 +61,10 @@ describe.skipIf(!pgOk)("verifier when PostgreSQL cancels a statement of an add",
         503,
         "2",
         "The verifier database is unavailable at the moment; retry later"
+      ])
+      // the log says what PostgreSQL said, with its code
+      expect(logged.filter((l) => l.startsWith("answered 503")).map((l) => l.replace(/: verifier database: .* failed: /, ": … failed: "))).toEqual([
+        "answered 503 (the database is momentarily unavailable): … failed: Failed to execute statement: canceling statement due to user request (57014)"
       ])
       // nothing stored: the agent is unknown, and the add succeeds
       expect((yield* vcall(pki, v, { method: "GET", path: `/v2.6/agents/${ID}` })).status).toBe(404)
