@@ -39,7 +39,10 @@ describe("a pull agent restarted without a reboot (swtpm and IMA list file outli
       const seed = faultSeed()
       const random = seededRandom(seed)
       const startedAt = Date.now()
+      // shown when the test fails (ATTEST_FAULT_SEED=<seed> replays the kill points)
+      yield* Effect.logInfo(`agent restart without reboot: seed ${seed}`)
       const fleet = yield* swtpmFleet(QUOTE_INTERVAL)
+      const fleetAt = Date.now()
       const { admin, ca, ima, verifierUrl } = fleet
       const agentConfig = writePullAgentConfig(fleet.dir, { id: PULL, ca, port: fleet.agentPort, registrarPort: fleet.registrarPort, extra: fleet.machineLines })
       const agentArgs = ["agent", "--config", agentConfig, ...fleet.tpmArgs]
@@ -58,7 +61,7 @@ describe("a pull agent restarted without a reboot (swtpm and IMA list file outli
         return { nextEntry: state.ima.nextEntry, resetCount: state.clock?.resetCount, count: Number(row!.attestation_count) }
       })
 
-      yield* waitFor("the agent attested twice", (s) => s.operational_state === STATE.GET_QUOTE && s.attestation_count >= 2)
+      yield* waitFor("the agent attested", (s) => s.operational_state === STATE.GET_QUOTE && s.attestation_count >= 1)
       const first = yield* progress
       expect({ seed, nextEntry: first.nextEntry }).toEqual({ seed, nextEntry: ima.entries() })
 
@@ -103,6 +106,6 @@ describe("a pull agent restarted without a reboot (swtpm and IMA list file outli
       const failedAt = samples.find((s) => s.status.operational_state === failed.operational_state)!.at
       expect({ seed, failedBefore: samples.some((s) => s.at < failedAt && s.status.operational_state === STATE.FAILED) }).toEqual({ seed, failedBefore: false })
       expect({ seed, agent: yield* Effect.promise(() => agent.run.stop()) }).toEqual({ seed, agent: 0 })
-      yield* Effect.logInfo(`agent restart without reboot (seed ${seed}): IMA failure ${Date.now() - two.killedAt} ms after kill 2; the test ${Date.now() - startedAt} ms`)
+      yield* Effect.logInfo(`agent restart without reboot (seed ${seed}): IMA failure ${Date.now() - two.killedAt} ms after kill 2; the test ${Date.now() - startedAt} ms (swtpm, registrar and verifier started in ${fleetAt - startedAt} ms)`)
     }).pipe(Effect.scoped), 300_000)
 })

@@ -44,6 +44,7 @@ describe("a push agent killed between its capabilities and its evidence", () => 
     Effect.gen(function*() {
       const startedAt = Date.now()
       const fleet = yield* swtpmFleet(QUOTE_INTERVAL)
+      const fleetAt = Date.now()
       const { admin, ca, ima, verifierUrl } = fleet
       const config = writePushAgentConfig(fleet.dir, { id: PUSH, ca, registrarPort: fleet.registrarPort, verifierUrl, interval: QUOTE_INTERVAL, extra: fleet.machineLines })
       const args = ["push-agent", "--config", config, ...fleet.tpmArgs]
@@ -107,7 +108,7 @@ describe("a push agent killed between its capabilities and its evidence", () => 
       expect({ agent: yield* Effect.promise(() => second.run.stop()) }).toEqual({ agent: 0 })
       yield* Effect.logInfo(
         `push agent killed between its requests: PASS ${backAt - diedAt} ms after its death (${after.lastVerdictAt - atDeath.lastVerdictAt} ms between verdicts, deadline ${DEADLINE_MS} ms); ` +
-          `IMA offset ${rows[2]?.offset}; attestations ${counted} -> ${back.attestation_count}; the test ${Date.now() - startedAt} ms`
+          `IMA offset ${rows[2]?.offset}; attestations ${counted} -> ${back.attestation_count}; the test ${Date.now() - startedAt} ms (swtpm, registrar and verifier started in ${fleetAt - startedAt} ms)`
       )
     }).pipe(Effect.scoped), 300_000)
 })

@@ -47,7 +47,8 @@ export const swtpmFleet = (quoteInterval: number) =>
     })
     // the machine (its swtpm, its list) and the registrar that trusts its EK, while the verifier starts
     const machine = Effect.gen(function*() {
-      const swtpm = yield* Effect.acquireRelease(Effect.promise(() => startSwtpm()), (t) => Effect.promise(() => t.stop()))
+      // the agents use the RSA EK: no P-256 certificate to provision (its tool runs are seconds on a loaded machine)
+      const swtpm = yield* Effect.acquireRelease(Effect.promise(() => startSwtpm({ p256EkCert: false })), (t) => Effect.promise(() => t.stop()))
       const ima = yield* Effect.promise(() => imaFile(swtpm, join(dir, "ascii_runtime_measurements")))
       for (const f of defaultFiles) yield* Effect.promise(() => ima.measure(f.path, f.content))
       const registrarConfig = writeRegistrarConfig(dir, { ca, db: registrarDb, port: registrarPort, tlsPort: registrarTlsPort, ekCas: [swtpm.rootCaPem, swtpm.issuerCaPem] })
