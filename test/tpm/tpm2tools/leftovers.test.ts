@@ -8,6 +8,7 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Tpm } from "../../../src/tpm/Tpm.js"
+import { runTool } from "../../../src/tpm/tpm2tools/run.js"
 import { Tpm2Tools } from "../../../src/tpm/tpm2tools/Tpm2Tools.js"
 import { needsSwtpm } from "../../support/requirements.js"
 import { startSwtpm } from "../../support/swtpm.js"
@@ -20,8 +21,11 @@ describe.skipIf(!needsSwtpm())("tpm2-tools after a killed process", () => {
       // what a killed predecessor left: every transient slot taken
       for (let i = 0; i < 3; i++) yield* Effect.promise(() => swtpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc", "-c", `left-${i}.ctx`]))
       expect(yield* transient).toEqual(3)
+      // what a key creation says then, the TPM's reason in the message (a failed start prints only that)
+      const refused = yield* Effect.flip(runTool({ tcti: swtpm.tcti, dir: swtpm.stateDir, operation: "ekPublic" }, "tpm2_createek", ["-c", "ek.ctx", "-G", "rsa", "-u", "ek.pub"]))
+      expect(refused.message).toMatch(/^tpm2_createek exited with 1 \(.*out of memory for object contexts\)$/)
       const tpm = yield* Tpm.pipe(Effect.provide(Tpm2Tools.layer({ tcti: swtpm.tcti })), Effect.provide(NodeContext.layer))
       const ek = yield* Effect.either(tpm.ekPublic("rsa"))
       expect({ ek: ek._tag === "Right" ? "made" : ek.left.message, transient: yield* transient }).toEqual({ ek: "made", transient: 0 })
-    }).pipe(Effect.scoped), 180_000)
+    }).pipe(Effect.scoped, Effect.provide(NodeContext.layer)), 180_000)
 })
