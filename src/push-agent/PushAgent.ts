@@ -24,6 +24,7 @@ import type { AkOptions, HashAlg, KeyAlg } from "../tpm/Tpm.js"
 import { Tpm } from "../tpm/Tpm.js"
 import { type BackoffOptions, backoffDelayMs, retryAfterMs } from "./backoff.js"
 import { capabilitiesOf, collectEvidence, popProof, type PushIdentity } from "./evidence.js"
+import { capabilitiesAccepted } from "./testHooks.js"
 
 export interface PushAgentOptions {
   readonly agentId: string
@@ -185,6 +186,7 @@ export const runPushAgent = (o: PushAgentOptions, stats?: Ref.Ref<PushAgentStats
       const created = yield* call("POST", path, { data: { type: "attestation", attributes: { evidence_supported: caps.evidenceSupported, system_info: { boot_time: caps.bootTime } } } }, t)
       const location = created.headers["location"]
       if (created.status !== 201 || location === undefined) return yield* refused(`POST ${path}`, created, true)
+      yield* capabilitiesAccepted
       const requested = created.json.data.attributes.evidence_requested as ReadonlyArray<EvidenceRequested>
       const evidence = yield* collectEvidence(tpm, id, source, requested).pipe(Effect.mapError((e) => new StepFailed(0, `collecting evidence: ${String(e)}`, undefined, false, true)))
       yield* Ref.update(counters, (c) => ({ ...c, submitted: c.submitted + 1 }))

@@ -1,12 +1,12 @@
 /** The two MeasurementSource layers: securityfs-style files, and a simulated machine over the TPM simulator. */
 import { describe, expect, it } from "@effect/vitest"
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Exit, Layer, Option } from "effect"
 import { layer as machineLayer, SimulatedMachine } from "../../src/agent/measurements/SimulatedMachine.js"
 import { MeasurementSource } from "../../src/agent/measurements/MeasurementSource.js"
-import { layer as systemLayer } from "../../src/agent/measurements/SystemMeasurements.js"
+import { bootTimeOf, layer as systemLayer } from "../../src/agent/measurements/SystemMeasurements.js"
 import { parseEventLog, replayPcrs } from "../../src/boot/index.js"
 import { replayPcr10 } from "../../src/ima/replay.js"
 import { Tpm } from "../../src/tpm/Tpm.js"
@@ -34,6 +34,29 @@ describe("SystemMeasurements", () => {
       expect(Option.isNone(yield* none.imaList(0))).toBe(true)
       expect(Option.isNone(yield* none.bootLog)).toBe(true)
       rmSync(dir, { recursive: true, force: true })
+    }))
+})
+
+describe("the boot time a system agent reports", () => {
+  // two processes of one boot: now and uptime (os.uptime() rounded to 10 ms) read a few ms apart,
+  // on either side of a second boundary
+  const before = { nowMs: 1_000_000_999, uptime: 100.0 }
+  const after = { nowMs: 1_000_001_503, uptime: 100.5 }
+
+  it("is the kernel's btime, the same for every process of one boot (now − uptime is not)", () => {
+    const stat = "cpu  1 2 3\nintr 5\nbtime 999900\nprocesses 42\n"
+    expect([bootTimeOf(stat, before.nowMs, before.uptime), bootTimeOf(stat, after.nowMs, after.uptime)]).toEqual([999900, 999900])
+    // without /proc/stat (not Linux), now − uptime: here one boot gives two seconds
+    expect([bootTimeOf(undefined, before.nowMs, before.uptime), bootTimeOf(undefined, after.nowMs, after.uptime)]).toEqual([999900, 999901])
+  })
+
+  it.effect.skipIf(!existsSync("/proc/stat"))("of two sources made apart is this machine's btime", () =>
+    Effect.gen(function*() {
+      const btime = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1])
+      const first = yield* MeasurementSource.pipe(Effect.provide(systemLayer()))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      const second = yield* MeasurementSource.pipe(Effect.provide(systemLayer()))
+      expect([yield* first.bootTime, yield* second.bootTime]).toEqual([btime, btime])
     }))
 })
 

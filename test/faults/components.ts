@@ -41,11 +41,18 @@ const write = (file: string, lines: ReadonlyArray<string>) => {
   return file
 }
 
-/** `[registrar]` on `db`, TLS and admins from the test CA, the simulator's manufacturer CA as EK trust store. */
-export const writeRegistrarConfig = (dir: string, o: { readonly ca: TestCa; readonly db: DatabaseOptions; readonly port: number; readonly tlsPort: number }) => {
+/**
+ * `[registrar]` on `db`, TLS and admins from the test CA, the simulator's manufacturer CA as EK
+ * trust store, and `ekCas` (PEM) beside it (a swtpm's local CA).
+ */
+export const writeRegistrarConfig = (
+  dir: string,
+  o: { readonly ca: TestCa; readonly db: DatabaseOptions; readonly port: number; readonly tlsPort: number; readonly ekCas?: ReadonlyArray<string> }
+) => {
   const ekCaDir = join(dir, "tpm_cert_store")
   mkdirSync(ekCaDir, { recursive: true })
   writeFileSync(join(ekCaDir, "simulator-ca.pem"), simulatorManufacturerCa().pem)
+  for (const [i, pem] of (o.ekCas ?? []).entries()) writeFileSync(join(ekCaDir, `ek-ca-${i}.pem`), pem)
   return write(join(dir, "registrar.toml"), [
     "[registrar]",
     `port = ${o.port}`,
@@ -59,8 +66,11 @@ export const writeRegistrarConfig = (dir: string, o: { readonly ca: TestCa; read
   ])
 }
 
-/** `[agent]` of a pull agent: its own port (also its contact port), the test CA's clients trusted. */
-export const writePullAgentConfig = (dir: string, o: { readonly id: string; readonly ca: TestCa; readonly port: number; readonly registrarPort: number }) =>
+/** `[agent]` of a pull agent: its own port (also its contact port), the test CA's clients trusted; `extra` lines after. */
+export const writePullAgentConfig = (
+  dir: string,
+  o: { readonly id: string; readonly ca: TestCa; readonly port: number; readonly registrarPort: number; readonly extra?: ReadonlyArray<string> }
+) =>
   write(join(dir, `${o.id}.toml`), [
     "[agent]",
     `uuid = "${o.id}"`,
@@ -68,13 +78,21 @@ export const writePullAgentConfig = (dir: string, o: { readonly id: string; read
     `trusted_client_ca = ["${join(o.ca.dir, "cacert.crt")}"]`,
     `port = ${o.port}`,
     `contact_port = ${o.port}`,
-    `registrar_port = ${o.registrarPort}`
+    `registrar_port = ${o.registrarPort}`,
+    ...(o.extra ?? [])
   ])
 
-/** `[agent]` of a push agent: the verifier at `verifierUrl`, its interval, a quick backoff (ms). */
+/** `[agent]` of a push agent: the verifier at `verifierUrl`, its interval, a quick backoff (ms); `extra` lines after. */
 export const writePushAgentConfig = (
   dir: string,
-  o: { readonly id: string; readonly ca: TestCa; readonly registrarPort: number; readonly verifierUrl: string; readonly interval: number }
+  o: {
+    readonly id: string
+    readonly ca: TestCa
+    readonly registrarPort: number
+    readonly verifierUrl: string
+    readonly interval: number
+    readonly extra?: ReadonlyArray<string>
+  }
 ) =>
   write(join(dir, `${o.id}.toml`), [
     "[agent]",
@@ -85,13 +103,14 @@ export const writePushAgentConfig = (
     `verifier_tls_ca_cert = "${join(o.ca.dir, "cacert.crt")}"`,
     `attestation_interval_seconds = ${o.interval}`,
     "exponential_backoff_initial_delay = 200",
-    "exponential_backoff_max_delay = 1000"
+    "exponential_backoff_max_delay = 1000",
+    ...(o.extra ?? [])
   ])
 
-/** A started `attest <args>` that said `ready` (both patterns when two): its process, and when. */
-export const startComponent = (args: ReadonlyArray<string>, ready: ReadonlyArray<RegExp>) =>
+/** A started `attest <args>` (with `env` added) that said `ready` (both patterns when two): its process, and when. */
+export const startComponent = (args: ReadonlyArray<string>, ready: ReadonlyArray<RegExp>, env?: Readonly<Record<string, string>>) =>
   Effect.gen(function*() {
-    const run = startAttest(args)
+    const run = startAttest(args, env === undefined ? {} : { env })
     yield* Effect.addFinalizer(() => Effect.promise(() => run.stop()))
     for (const pattern of ready) yield* Effect.promise(() => run.waitFor(pattern, WAIT_MS))
     return { run, readyAt: Date.now() }

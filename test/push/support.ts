@@ -185,15 +185,23 @@ export const openSession = (agentId: string) =>
   })
 
 /** Phase 1 and phase 2; `tamper` may change the evidence before it is sent. */
-export const attestOnce = (agentId: string, token: string, tamper: (e: any) => any = (e) => e) =>
+/** Phase 1 alone: the simulated agent's capabilities POSTed (an agent that stops there leaves the attestation awaiting evidence). */
+export const createAttestation = (agentId: string, token: string) =>
   Effect.gen(function*() {
     const env = yield* PushTestEnv
     const sim = yield* SimAgent
     const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
-    const created = yield* env.request("POST", `/v3.0/agents/${agentId}/attestations`, {
+    return yield* env.request("POST", `/v3.0/agents/${agentId}/attestations`, {
       token,
       body: { data: { type: "attestation", attributes: { evidence_supported: caps.evidenceSupported, system_info: { boot_time: caps.bootTime } } } }
     })
+  })
+
+export const attestOnce = (agentId: string, token: string, tamper: (e: any) => any = (e) => e) =>
+  Effect.gen(function*() {
+    const env = yield* PushTestEnv
+    const sim = yield* SimAgent
+    const created = yield* createAttestation(agentId, token)
     if (created.status !== 201) return { created, submitted: undefined }
     const evidence = yield* Effect.orDie(collectEvidence(sim.tpm, sim.id, sim.source, created.json.data.attributes.evidence_requested))
     const submitted = yield* env.request("PATCH", created.headers["location"]!, {

@@ -60,15 +60,17 @@ export const freePortPair = async (): Promise<number> => {
 const run = (
   file: string,
   args: ReadonlyArray<string>,
-  options: { readonly env?: NodeJS.ProcessEnv; readonly cwd?: string } = {}
+  options: { readonly env?: NodeJS.ProcessEnv; readonly cwd?: string; readonly timeoutMs?: number } = {}
 ): Promise<Buffer> =>
   new Promise((resolve, reject) => {
+    const timeout = options.timeoutMs ?? 30_000
     execFile(
       file,
       [...args],
-      { encoding: "buffer", env: { ...process.env, ...options.env }, cwd: options.cwd, timeout: 30_000 },
+      { encoding: "buffer", env: { ...process.env, ...options.env }, cwd: options.cwd, timeout },
       (error, stdout, stderr) => {
-        if (error) reject(new Error(`${file} ${args.join(" ")} failed: ${stderr.toString() || error.message}`))
+        const why = error?.killed === true ? `killed after ${timeout} ms` : stderr.toString() || error?.message
+        if (error) reject(new Error(`${file} ${args.join(" ")} failed: ${why}`))
         else resolve(stdout)
       }
     )
@@ -126,7 +128,8 @@ const manufacture = async (dir: string): Promise<void> => {
     setupConf,
     "--pcr-banks",
     "sha1,sha256"
-  ])
+    // it makes RSA and ECC keys and certificates: over 30 s on a loaded 2-core machine
+  ], { timeoutMs: 120_000 })
 }
 
 /** Writes a P-256 EK certificate from the same local CA to NV 0x1c0000a (tpm-facts.md §1.3). */

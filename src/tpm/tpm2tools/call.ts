@@ -2,6 +2,10 @@
  * One Tpm operation through tpm2-tools: serialized per TPM (the direct swtpm/mssim TCTI has no
  * resource manager, so two callers would trample each other's handles), in a fresh temp dir, under
  * a timeout, and always followed by flushing transient objects and sessions (swtpm has 3 slots).
+ * The first operation of a process on a TPM flushes before it too: a process killed mid-operation
+ * (an agent restarted without a reboot) leaves its objects loaded where no resource manager
+ * flushes them, and three of them make every later key creation fail ("out of memory for object
+ * contexts").
  */
 import type { CommandExecutor } from "@effect/platform"
 import { FileSystem } from "@effect/platform"
@@ -33,11 +37,14 @@ const semaphoreFor = (tcti: string): Effect.Semaphore => {
 
 export type CallEnv = CommandExecutor.CommandExecutor | FileSystem.FileSystem
 
+/** TPMs (by TCTI) this process has flushed before its first operation on them. */
+const flushedAtFirstUse = new Set<string>()
+
 /** Flushes every transient object and session; a failure here is logged, not hidden. */
-const flushAll = (ctx: ToolContext) =>
+const flushAll = (ctx: ToolContext, when: string) =>
   Effect.forEach(["-t", "-s"], (flag) =>
     runTool(ctx, "tpm2_flushcontext", [flag]).pipe(
-      Effect.catchAll((e) => Effect.logWarning(`tpm2_flushcontext ${flag} failed after ${ctx.operation}`, e.detail))
+      Effect.catchAll((e) => Effect.logWarning(`tpm2_flushcontext ${flag} failed ${when} ${ctx.operation}`, e.detail))
     ), { discard: true })
 
 export const makeCaller = (config: Tpm2ToolsConfig) => {
@@ -58,7 +65,11 @@ export const makeCaller = (config: Tpm2ToolsConfig) => {
           Effect.mapError((e) => new TpmError({ operation, message: "cannot create a work dir", detail: e.message }))
         )
         const ctx: ToolContext = { tcti, dir, operation }
-        return yield* body(ctx).pipe(Effect.ensuring(flushAll(ctx)))
+        if (!flushedAtFirstUse.has(tcti)) {
+          yield* flushAll(ctx, "before")
+          flushedAtFirstUse.add(tcti)
+        }
+        return yield* body(ctx).pipe(Effect.ensuring(flushAll(ctx, "after")))
       })
     ).pipe(
       Effect.timeoutFail({

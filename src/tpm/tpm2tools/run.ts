@@ -49,9 +49,12 @@ export const runTool = (
       )
       const err = decoder.decode(stderr)
       if (exit !== 0) {
+        // the tool's TPM response code is in its ERROR lines: said with the message, which is what a failed start prints
+        const errors = err.split("\n").filter((l) => l.startsWith("ERROR"))
+        const why = errors.find((l) => l.includes(" - ")) ?? errors[0]
         return yield* new TpmError({
           operation: ctx.operation,
-          message: `${tool} exited with ${exit}`,
+          message: `${tool} exited with ${exit}${why === undefined ? "" : ` (${why.replace(/^ERROR:\s*/, "")})`}`,
           detail: err.trim()
         })
       }

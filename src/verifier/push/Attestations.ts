@@ -134,9 +134,11 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
             return yield* new PrematureAttestation({ agentId, waitSeconds: Math.ceil((l.evidence_received_at + quoteMs - now) / 1000) })
           }
         }
-        // the IMA log continues where the last passed attestation of this boot left it
+        // the IMA log continues where the last passed attestation of this boot left it; one left
+        // awaiting evidence (its agent died between its two requests) judged nothing: the one before counts
         const prior = priorStateOf(agentId, context.push)
-        const sameBoot = Option.isSome(latest) && latest.value.evaluation === "pass" && latest.value.boot_time === input.bootTime
+        const judged = Option.isSome(latest) && latest.value.stage === "awaiting_evidence" ? yield* db.latestWithEvidence(agentId) : latest
+        const sameBoot = Option.isSome(judged) && judged.value.evaluation === "pass" && judged.value.boot_time === input.bootTime
         const requested = yield* negotiate(
           { evidenceSupported: input.evidenceSupported, challenge: randomBase64(16), imaOffset: sameBoot ? prior.ima.nextEntry : 0 },
           negotiationPolicyOf(context.agent)

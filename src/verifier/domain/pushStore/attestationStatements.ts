@@ -47,6 +47,12 @@ const SESSION_COLUMNS: ReadonlyArray<keyof SessionState> = ["agent_id", "active"
 export interface AttestationStatements {
   /** The agent's AttestationContext (with the state of session `sessionId` when given); None when no such agent is enrolled. */
   readonly attestationContext: (agentId: string, sessionId?: string) => Effect.Effect<Option.Option<AttestationContext>, VerifierStoreError>
+  /**
+   * The evaluation and boot time of the agent's latest attestation that received its evidence: an
+   * attestation left awaiting evidence (its agent died between its two requests) judged nothing.
+   * Read only when the latest is such an attestation, so not on the hot path.
+   */
+  readonly latestWithEvidence: (agentId: string) => Effect.Effect<Option.Option<{ readonly evaluation: string; readonly boot_time: string }>, VerifierStoreError>
   /** The agent's push row, created (accepting, no deadline) at its first attestation. */
   readonly ensurePushAgent: (agentId: string, at: number) => Effect.Effect<void, VerifierStoreError>
   /** False when attestation (agent, idx) exists already. */
@@ -99,6 +105,8 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     LEFT JOIN push_attestations t ON t.agent_id = a.agent_id AND t.idx = (SELECT MAX(idx) FROM push_attestations WHERE agent_id = ${""})
     LEFT JOIN push_sessions s ON s.session_id = ${""}
     WHERE a.agent_id = ${""}`)
+  const LATEST_WITH_EVIDENCE = compiled(sql`SELECT evaluation, boot_time FROM push_attestations
+    WHERE agent_id = ${""} AND stage <> 'awaiting_evidence' ORDER BY idx DESC LIMIT 1`)
   const ENSURE_PUSH_AGENT = compiled(sql`INSERT INTO push_agents (agent_id, accept_attestations, consecutive_failures, attestation_count,
       last_received_at, last_success_at, deadline_at, evaluation_state, next_index, updated_at)
     VALUES (${""}, 1, 0, 0, NULL, NULL, NULL, NULL, 0, ${0}) ON CONFLICT (agent_id) DO NOTHING`)
@@ -202,6 +210,11 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
     return {
       attestationContext: (agentId, sessionId) =>
         Effect.flatMap(exec("read attestation context", CONTEXT, [agentId, sessionId ?? "", agentId]), (rows) => contextOfRow(agentId, rows[0])),
+      latestWithEvidence: (agentId) =>
+        Effect.map(exec("read latest attestation with evidence", LATEST_WITH_EVIDENCE, [agentId]), (rows) => {
+          const r = rows[0]
+          return r === undefined ? Option.none() : Option.some({ evaluation: String(r["evaluation"]), boot_time: String(r["boot_time"]) })
+        }),
       ensurePushAgent: (agentId, at) => Effect.asVoid(exec("create push agent", ENSURE_PUSH_AGENT, [agentId, at])),
       insertAttestation: (a) =>
         Effect.map(
