@@ -6,7 +6,7 @@
  * that never answers within request_timeout). Nonces are 20 letters and digits, fresh each time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { readFileSync } from "node:fs"
 import * as https from "node:https"
 import * as net from "node:net"
@@ -78,5 +78,36 @@ describe("AgentClient", () => {
       expect(yield* kind(byCa.integrityQuote({ ...target, agentId: "garbage", port: garbage.port, mtlsCert: null }, request))).toEqual(["decode", undefined])
       const silent = yield* server(ca.dir, () => undefined)
       expect(yield* kind(byCa.integrityQuote({ ...target, agentId: "silent", port: silent.port, mtlsCert: null }, request))).toEqual(["timeout", undefined])
+    }), 120_000)
+
+  it.scopedLive("reads an answer as undici's body.text() does, and an interrupted quote aborts its request", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("attest-agent-client-")
+      const ca = yield* makeTestCa(join(dir, "ca"))
+      yield* Effect.addFinalizer(() => Effect.sync(closeClients))
+      const client = yield* makeAgentClient({ cert: ca.clientCert, key: ca.clientKey, agentCa: ca.caPem, mtls: true }, 30)
+      const target: AgentTarget = { agentId, ip: "127.0.0.1", port: 0, mtlsCert: null, apiVersion: "2.5" }
+      const request = { nonce: newNonce(), mask: 0x400, partial: 0 as const, imaEntry: 0 }
+
+      // a refusal whose envelope follows a UTF-8 byte-order mark: its status text, as before
+      const bom = yield* server(ca.dir, (res) =>
+        res.writeHead(400, { "content-type": "application/json" }).end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`{"code": 400, "status": "API version not supported"}`)])))
+      const refused = yield* Effect.flip(client.integrityQuote({ ...target, agentId: "bom", port: bom.port }, request))
+      expect([refused.kind, refused.status, refused.reason]).toEqual(["http_status", 400, "API version not supported"])
+
+      // a body cut after the headers: the connection failed while the answer was read
+      const cut = yield* server(ca.dir, (res) => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+        res.write(`{"code": 200, `, () => res.socket?.destroy())
+      })
+      expect((yield* Effect.flip(client.integrityQuote({ ...target, agentId: "cut", port: cut.port }, request))).kind).toEqual("connection")
+
+      // a server that never answers: interrupting the quote closes its connection long before request_timeout
+      const closed = yield* Deferred.make<void>()
+      const silent = yield* server(ca.dir, (res) => res.socket?.once("close", () => Deferred.unsafeDone(closed, Effect.void)))
+      const fiber = yield* Effect.fork(client.integrityQuote({ ...target, agentId: "silent", port: silent.port }, request))
+      yield* Effect.sleep("500 millis")
+      yield* Fiber.interrupt(fiber)
+      expect(yield* Deferred.await(closed).pipe(Effect.timeout("20 seconds"), Effect.as("closed"))).toEqual("closed")
     }), 120_000)
 })
