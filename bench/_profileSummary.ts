@@ -44,7 +44,7 @@ const mapOf = (url: string): SourceMap | undefined => {
 }
 const originalOf = (n: Node): Node => {
   const f = n.callFrame
-  if (!/\/dist\/cli\/[^/]+\.js$/.test(f.url)) return n
+  if (!/\/dist[^/]*\/cli\/[^/]+\.js$/.test(f.url)) return n
   const entry = mapOf(f.url)?.findEntry(f.lineNumber, f.columnNumber) as { originalSource?: string; originalLine?: number; name?: string } | undefined
   if (entry?.originalSource === undefined) return n
   const url = entry.originalSource.replace(/^(\.\.\/)+/, "/")

@@ -14,8 +14,7 @@ import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequest
 import { currentListener, type Listener } from "./identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
 import { bodyMediaRefusal, PAYLOAD_METHODS } from "./mediaType.js"
-import { UNMATCHED_ROUTE } from "../ops/metrics.js"
-import { recordRequestMetrics } from "./requestMetrics.js"
+import { currentMatchedRoute, matchedRouteCell, recordRequestMetrics } from "./requestMetrics.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
 export interface PlatformOptions {
@@ -107,10 +106,10 @@ export const withListenerRefs = (options: PlatformOptions, listener: Listener) =
 
 /**
  * Version prefix, body limit and envelope around the app, per listener; its server is served
- * `withListenerRefs` of the same listener. `routeLabel` names the router's route a request reaches
- * (routeLabels.ts), for the request metrics.
+ * `withListenerRefs` of the same listener. The app's router names the route a request reaches in
+ * the request's cell (requestMetrics.ts `labelRoutes`), for the request metrics.
  */
-export const platformMiddleware = (options: PlatformOptions, routeLabel: (method: string, url: string) => string) => {
+export const platformMiddleware = (options: PlatformOptions) => {
   const unversioned = new Set(options.unversioned)
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
     const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
@@ -129,8 +128,7 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
       request: HttpServerRequest.HttpServerRequest,
       rawPath: string,
       query: string,
-      { jsonApi, match, path }: ReturnType<typeof targetOf>,
-      routed: { route: string }
+      { jsonApi, match, path }: ReturnType<typeof targetOf>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
       const refuse = (code: number, text: string) =>
         Effect.succeed(jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text))
@@ -145,7 +143,6 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
         const modified = toldJson
           ? request.modify({ url })
           : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
-        routed.route = routeLabel(request.method, url)
         return Effect.provideService(
           app,
           HttpServerRequest.HttpServerRequest,
@@ -196,18 +193,18 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       const { path, query } = splitUrl(request.url)
       const target = targetOf(path)
-      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path]]
+      // the router's route, once the request reaches it (a refused body, an unknown version never do)
+      const routed = matchedRouteCell()
+      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path], [currentMatchedRoute, routed]]
       // the version a request was routed under, and its family, for the handlers
       const restore = setRefs(
         fiber,
         target.match?._tag === "Versioned" ? [...refs, [currentApiVersion, target.match.version], [currentFamily, target.jsonApi ? "v3" : "v2"]] : refs
       )
-      // the router's route, once the request reaches it (a refused body, an unknown version never do)
-      const routed = { route: UNMATCHED_ROUTE }
-      return route(request, path, query, target, routed).pipe(
+      return route(request, path, query, target).pipe(
         envelopeDefects,
         Effect.map(withRetryAfter),
-        recordRequestMetrics(() => routed.route),
+        recordRequestMetrics(routed),
         Effect.ensuring(Effect.sync(restore))
       )
     }) as unknown as HttpApp.Default<never, R>
