@@ -7,7 +7,7 @@
  * Listeners (node servers with the TLS policy and the clientError hook) are src/http/HttpServers.ts.
  */
 import { FileSystem, Headers, type HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Either, type Fiber, type FiberId, type FiberRef, FiberRefs, Option } from "effect"
+import { Context, Effect, Either, type Fiber, type FiberId, FiberRef, FiberRefs, Option } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
@@ -58,7 +58,12 @@ export type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]
 interface SettableFiber {
   readonly id: () => FiberId.Runtime
   readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A
-  readonly getFiberRefs: () => FiberRefs.FiberRefs
+  /**
+   * Its FiberRefs as they are: what its own setFiberRef (Effect.locally) updates. `getFiberRefs()`
+   * first writes the runtime flags into them, one more copy of the map each call (for a snapshot
+   * a child fiber inherits; an update in place needs none).
+   */
+  readonly _fiberRefs: FiberRefs.FiberRefs
   readonly setFiberRefs: (refs: FiberRefs.FiberRefs) => void
 }
 /** FiberRefs.updateManyAs's entries: each ref with its new value for one fiber. */
@@ -74,7 +79,7 @@ export const unsafeSetRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values
   const fiber = runtimeFiber as unknown as SettableFiber
   const id = fiber.id()
   const entries = values.map(([ref, value]) => [ref, [[id, value]]] as const) as unknown as Entries
-  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries }))
+  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber._fiberRefs, { entries }))
 }
 
 /** unsafeSetRefs as an effect on the fiber that runs it. */
@@ -91,6 +96,20 @@ const setRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues):
   unsafeSetRefs(runtimeFiber, values)
   return () => unsafeSetRefs(runtimeFiber, saved)
 }
+
+/**
+ * `app` with `request` in place of the fiber's in one update of its FiberRefs: Effect.provideService
+ * copies them twice and runs a dozen operations. For the platform's request fiber, whose context
+ * the platform puts back as the request ends (it lists `FiberRef.currentContext` in its refs).
+ */
+const withRequest = <A, E, R>(
+  request: HttpServerRequest.HttpServerRequest,
+  app: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, HttpServerRequest.HttpServerRequest>> =>
+  Effect.withFiberRuntime((fiber) => {
+    unsafeSetRefs(fiber, [[FiberRef.currentContext, Context.add(fiber.currentContext, HttpServerRequest.HttpServerRequest, request)]])
+    return app as Effect.Effect<A, E, Exclude<R, HttpServerRequest.HttpServerRequest>>
+  })
 
 /**
  * What every request of a listener shares, set once around `serve()` (the server forks each
@@ -143,11 +162,7 @@ export const platformMiddleware = (options: PlatformOptions) => {
         const modified = toldJson
           ? request.modify({ url })
           : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
-        return Effect.provideService(
-          app,
-          HttpServerRequest.HttpServerRequest,
-          body === undefined ? modified : withBodyText(modified, body)
-        )
+        return withRequest(body === undefined ? modified : withBodyText(modified, body), app)
       }
       const dispatch = (body: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
         if (match === undefined) return withUrl(path + query, body)
@@ -193,9 +208,10 @@ export const platformMiddleware = (options: PlatformOptions) => {
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       const { path, query } = splitUrl(request.url)
       const target = targetOf(path)
-      // the router's route, once the request reaches it (a refused body, an unknown version never do)
+      // the router's route, once the request reaches it (a refused body, an unknown version never do);
+      // the context is listed as it is so that the one withRequest changes is put back with the rest
       const routed = matchedRouteCell()
-      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path], [currentMatchedRoute, routed]]
+      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path], [currentMatchedRoute, routed], [FiberRef.currentContext, fiber.currentContext]]
       // the version a request was routed under, and its family, for the handlers
       const restore = setRefs(
         fiber,
