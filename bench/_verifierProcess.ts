@@ -2,6 +2,7 @@
  * `attest verifier` as its own process for a benchmark: started with a config file (the bundle, see
  * _verifierCommand.ts), its API URL read from its start line, the generated admin client's TLS
  * files; stopped with SIGINT and awaited when the scope closes (a CPU profile is written as it exits).
+ * Given `attest` (another build's attest.js), that build runs instead: a baseline in the same run.
  */
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -10,9 +11,11 @@ import { Effect } from "effect"
 import { CA_FILES } from "../src/pki/layout.js"
 import { attestCommand } from "./_verifierCommand.js"
 
-export const spawnVerifier = (config: string, caDir: string, nodeArgs: ReadonlyArray<string> = []) =>
+export const spawnVerifier = (config: string, caDir: string, nodeArgs: ReadonlyArray<string> = [], attest?: string) =>
   Effect.gen(function*() {
-    const child = spawn(process.execPath, [...nodeArgs, ...attestCommand(["verifier", "--config", config])], { stdio: ["ignore", "pipe", "inherit"] })
+    // `attest`: another build's attest.js (a same-run baseline), else the build _verifierCommand.ts picks
+    const command = attest === undefined ? attestCommand(["verifier", "--config", config]) : [attest, "verifier", "--config", config]
+    const child = spawn(process.execPath, [...nodeArgs, ...command], { stdio: ["ignore", "pipe", "inherit"] })
     const exited = new Promise((r) => child.once("exit", r))
     yield* Effect.addFinalizer(() => Effect.promise(() => (child.kill("SIGINT"), exited)))
     const url = yield* Effect.async<string>((resume) => {

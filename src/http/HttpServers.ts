@@ -30,7 +30,7 @@
  */
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Chunk, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
@@ -41,7 +41,7 @@ import { answerFixedRoutesFirst, type FixedRoute } from "./fixedRoutes.js"
 import { fixPeerCertificate, type Listener } from "./identity.js"
 import { formatAddress, serveNode } from "./listen.js"
 import { DEFAULT_MAX_BODY_BYTES, type PlatformOptions, platformMiddleware, withListenerRefs } from "./platform.js"
-import { routeLabels } from "./routeLabels.js"
+import { labelRoutes } from "./requestMetrics.js"
 import {
   DEFAULT_LISTENER_TIMEOUTS,
   ListenerTimeouts,
@@ -169,9 +169,10 @@ const nativeTracer = Effect.runSync(Effect.tracer)
 
 const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOptions>, fixedRoutes: ReadonlyArray<FixedRoute> = []) =>
   Effect.gen(function*() {
-    const app = yield* HttpApiBuilder.httpApp
-    // the router's own routes name each request's route in the metrics (routeLabels.ts)
-    const routeLabel = routeLabels(Chunk.toReadonlyArray((yield* HttpApiBuilder.Router.router).routes))
+    // the API's app from its router with each route noting its template as it is reached, for the
+    // request metrics' route label (requestMetrics.ts): the router's own match, no second matcher
+    const router = yield* HttpApiBuilder.Router
+    const app = yield* Effect.provideService(HttpApiBuilder.httpApp, HttpApiBuilder.Router, { ...router, router: Effect.map(router.router, labelRoutes) })
     const fronts = yield* Effect.serviceOption(FrontApps)
     const timeouts = yield* ListenerTimeouts
     const provider = yield* Effect.serviceOption(AuthorizationProvider)
@@ -186,7 +187,7 @@ const bindAll = (options: PlatformOptions, listeners: ReadonlyArray<ListenerOpti
       const server = yield* serveNode(l.name, node, { host: l.host, port: l.port })
       const listener: Listener = { name: l.name, tls: l.tls !== undefined }
       // wrap the app itself: a middleware given to serve() runs after the platform already answered failures
-      const platformApp = platformMiddleware(options, routeLabel)(app)
+      const platformApp = platformMiddleware(options)(app)
       const front = Option.isSome(fronts) ? fronts.value(listener) : undefined
       // the server takes its runtime (the listener's FiberRefs, the tracer's switch) from where serve() runs
       const serving = withListenerRefs(options, listener)(server.serve(front === undefined ? platformApp : front.app(platformApp)))

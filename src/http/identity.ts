@@ -6,6 +6,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
+import { fnTraced } from "../ops/fnTraced.js"
 import type { TLSSocket } from "node:tls"
 
 export type Identity =
@@ -109,7 +110,7 @@ export interface ClientIdentityShape {
 export class ClientIdentity extends Context.Tag("attest/http/ClientIdentity")<ClientIdentity, ClientIdentityShape>() {
   static make(options: ClientIdentityOptions): ClientIdentityShape {
     return {
-      identify: Effect.fn("ClientIdentity.identify")(function*(request: HttpServerRequest.HttpServerRequest) {
+      identify: fnTraced("ClientIdentity.identify")(function*(request: HttpServerRequest.HttpServerRequest) {
         const token = bearerToken(request)
         if (Option.isSome(token)) {
           // §5.2.3: never fall back to mTLS when a bearer token was sent

@@ -7,15 +7,14 @@
  * Listeners (node servers with the TLS policy and the clientError hook) are src/http/HttpServers.ts.
  */
 import { FileSystem, Headers, type HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Either, type Fiber, type FiberId, type FiberRef, FiberRefs, Option } from "effect"
+import { Context, Effect, Either, type Fiber, type FiberId, FiberRef, FiberRefs, Option } from "effect"
 import { StatusText } from "../../schemas/Envelope.js"
 import { bodyRefusal, DEFAULT_MAX_JSON_DEPTH, hasBody, readBoundedBody, withBodyText } from "./body.js"
 import { currentMaxBodyBytes, envelopeDefects, envelopeResponse, originalRequestLine } from "./envelope.js"
 import { currentListener, type Listener } from "./identity.js"
 import { currentRequestPath, jsonApiPlatformError } from "./jsonapi.js"
 import { bodyMediaRefusal, PAYLOAD_METHODS } from "./mediaType.js"
-import { UNMATCHED_ROUTE } from "../ops/metrics.js"
-import { recordRequestMetrics } from "./requestMetrics.js"
+import { currentMatchedRoute, matchedRouteCell, recordRequestMetrics } from "./requestMetrics.js"
 import { currentApiVersion, currentFamily, matchVersionPrefix, V3_ROUTE_PREFIX, type VersionSet } from "./versions.js"
 
 export interface PlatformOptions {
@@ -59,7 +58,12 @@ export type RefValues = ReadonlyArray<readonly [FiberRef.FiberRef<any>, unknown]
 interface SettableFiber {
   readonly id: () => FiberId.Runtime
   readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A
-  readonly getFiberRefs: () => FiberRefs.FiberRefs
+  /**
+   * Its FiberRefs as they are: what its own setFiberRef (Effect.locally) updates. `getFiberRefs()`
+   * first writes the runtime flags into them, one more copy of the map each call (for a snapshot
+   * a child fiber inherits; an update in place needs none).
+   */
+  readonly _fiberRefs: FiberRefs.FiberRefs
   readonly setFiberRefs: (refs: FiberRefs.FiberRefs) => void
 }
 /** FiberRefs.updateManyAs's entries: each ref with its new value for one fiber. */
@@ -75,7 +79,7 @@ export const unsafeSetRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values
   const fiber = runtimeFiber as unknown as SettableFiber
   const id = fiber.id()
   const entries = values.map(([ref, value]) => [ref, [[id, value]]] as const) as unknown as Entries
-  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber.getFiberRefs(), { entries }))
+  fiber.setFiberRefs(FiberRefs.updateManyAs(fiber._fiberRefs, { entries }))
 }
 
 /** unsafeSetRefs as an effect on the fiber that runs it. */
@@ -94,6 +98,20 @@ const setRefs = (runtimeFiber: Fiber.RuntimeFiber<any, any>, values: RefValues):
 }
 
 /**
+ * `app` with `request` in place of the fiber's in one update of its FiberRefs: Effect.provideService
+ * copies them twice and runs a dozen operations. For the platform's request fiber, whose context
+ * the platform puts back as the request ends (it lists `FiberRef.currentContext` in its refs).
+ */
+const withRequest = <A, E, R>(
+  request: HttpServerRequest.HttpServerRequest,
+  app: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, HttpServerRequest.HttpServerRequest>> =>
+  Effect.withFiberRuntime((fiber) => {
+    unsafeSetRefs(fiber, [[FiberRef.currentContext, Context.add(fiber.currentContext, HttpServerRequest.HttpServerRequest, request)]])
+    return app as Effect.Effect<A, E, Exclude<R, HttpServerRequest.HttpServerRequest>>
+  })
+
+/**
  * What every request of a listener shares, set once around `serve()` (the server forks each
  * request's fiber from the runtime it captured there) rather than per request: the listener, the
  * body limit its 413 names, and the platform's own body limit.
@@ -107,10 +125,10 @@ export const withListenerRefs = (options: PlatformOptions, listener: Listener) =
 
 /**
  * Version prefix, body limit and envelope around the app, per listener; its server is served
- * `withListenerRefs` of the same listener. `routeLabel` names the router's route a request reaches
- * (routeLabels.ts), for the request metrics.
+ * `withListenerRefs` of the same listener. The app's router names the route a request reaches in
+ * the request's cell (requestMetrics.ts `labelRoutes`), for the request metrics.
  */
-export const platformMiddleware = (options: PlatformOptions, routeLabel: (method: string, url: string) => string) => {
+export const platformMiddleware = (options: PlatformOptions) => {
   const unversioned = new Set(options.unversioned)
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R> => {
     const limits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH }
@@ -129,8 +147,7 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
       request: HttpServerRequest.HttpServerRequest,
       rawPath: string,
       query: string,
-      { jsonApi, match, path }: ReturnType<typeof targetOf>,
-      routed: { route: string }
+      { jsonApi, match, path }: ReturnType<typeof targetOf>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
       const refuse = (code: number, text: string) =>
         Effect.succeed(jsonApi ? jsonApiPlatformError(code, text, rawPath) : envelopeResponse(code, text))
@@ -145,12 +162,7 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
         const modified = toldJson
           ? request.modify({ url })
           : request.modify({ url, headers: Headers.set(request.headers, "content-type", "application/json") })
-        routed.route = routeLabel(request.method, url)
-        return Effect.provideService(
-          app,
-          HttpServerRequest.HttpServerRequest,
-          body === undefined ? modified : withBodyText(modified, body)
-        )
+        return withRequest(body === undefined ? modified : withBodyText(modified, body), app)
       }
       const dispatch = (body: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
         if (match === undefined) return withUrl(path + query, body)
@@ -196,18 +208,19 @@ export const platformMiddleware = (options: PlatformOptions, routeLabel: (method
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       const { path, query } = splitUrl(request.url)
       const target = targetOf(path)
-      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path]]
+      // the router's route, once the request reaches it (a refused body, an unknown version never do);
+      // the context is listed as it is so that the one withRequest changes is put back with the rest
+      const routed = matchedRouteCell()
+      const refs: RefValues = [[originalRequestLine, { method: request.method, path }], [currentRequestPath, path], [currentMatchedRoute, routed], [FiberRef.currentContext, fiber.currentContext]]
       // the version a request was routed under, and its family, for the handlers
       const restore = setRefs(
         fiber,
         target.match?._tag === "Versioned" ? [...refs, [currentApiVersion, target.match.version], [currentFamily, target.jsonApi ? "v3" : "v2"]] : refs
       )
-      // the router's route, once the request reaches it (a refused body, an unknown version never do)
-      const routed = { route: UNMATCHED_ROUTE }
-      return route(request, path, query, target, routed).pipe(
+      return route(request, path, query, target).pipe(
         envelopeDefects,
         Effect.map(withRetryAfter),
-        recordRequestMetrics(() => routed.route),
+        recordRequestMetrics(routed),
         Effect.ensuring(Effect.sync(restore))
       )
     }) as unknown as HttpApp.Default<never, R>

@@ -8,6 +8,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Option } from "effect"
+import { fnTraced } from "../../ops/fnTraced.js"
 import { AGENT_ID_RULE, isAgentId } from "../../../schemas/Common.js"
 import type { AnyAgentStatus, VerifierAgentBulk, VerifierAgentList } from "../../../schemas/Verifier.js"
 import { VerifierConfig } from "../../config/services.js"
@@ -90,7 +91,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     }
 
     /** POST /agents/:id: the agent (START), its runtime and mb policies, in one transaction. */
-    const add = Effect.fn("Agents.add")(function*(agentId: string, body: unknown) {
+    const add = fnTraced("Agents.add")(function*(agentId: string, body: unknown) {
       yield* checkId(agentId)
       const creation = yield* decodeAgentCreation(agentId, body, { requireMtlsCert: config.enable_agent_mtls, defaultModel: config.mode })
       const inline = yield* prepareInline(agentId, creation)
@@ -163,7 +164,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     })
 
     /** GET /agents/:id, rendered for the API version of the request. */
-    const show = Effect.fn("Agents.show")(function*(agentId: string, version: ApiVersion) {
+    const show = fnTraced("Agents.show")(function*(agentId: string, version: ApiVersion) {
       yield* checkId(agentId)
       const view = yield* agents.findView(agentId)
       if (Option.isNone(view)) return yield* new AgentNotFound({ agentId })
@@ -176,14 +177,14 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     })
 
     /** GET /agents/ (`?verifier=` filters): ids as Keylime nests them. */
-    const list = Effect.fn("Agents.list")(function*(verifierId?: string) {
+    const list = fnTraced("Agents.list")(function*(verifierId?: string) {
       const ids = yield* agents.listIds(verifierId)
       const result: VerifierAgentList = { uuids: ids.map((id) => [id] as const) }
       return result
     })
 
     /** GET /agents/?bulk=true: every agent's status by id. */
-    const bulk = Effect.fn("Agents.bulk")(function*(version: ApiVersion, verifierId?: string) {
+    const bulk = fnTraced("Agents.bulk")(function*(version: ApiVersion, verifierId?: string) {
       const views = yield* agents.listViews(verifierId)
       // push agents show their push status, as GET of one agent does
       const pushed = new Map((yield* pushes.listPushAgents).map((p) => [p.agent_id, p] as const))
@@ -205,7 +206,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
      * DELETE /agents/:id: removed at once unless a loop in another process polls it; then it is
      * marked TERMINATED (8) and that process deletes it (202).
      */
-    const remove = Effect.fn("Agents.remove")(function*(agentId: string) {
+    const remove = fnTraced("Agents.remove")(function*(agentId: string) {
       yield* checkId(agentId)
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
@@ -232,7 +233,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
     })
 
     /** PUT /agents/:id/stop: TENANT_FAILED (10), the loop cancelled at once. */
-    const stop = Effect.fn("Agents.stop")(function*(agentId: string) {
+    const stop = fnTraced("Agents.stop")(function*(agentId: string) {
       yield* checkId(agentId)
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })
@@ -250,7 +251,7 @@ export class Agents extends Effect.Service<Agents>()("attest/verifier/Agents", {
      * list from entry 0). attest departs from Keylime after `stop`: Keylime answers 200 and leaves
      * the agent at TENANT_FAILED (10); attest restarts polling.
      */
-    const reactivate = Effect.fn("Agents.reactivate")(function*(agentId: string) {
+    const reactivate = fnTraced("Agents.reactivate")(function*(agentId: string) {
       yield* checkId(agentId)
       const row = yield* agents.find(agentId)
       if (Option.isNone(row)) return yield* new AgentNotFound({ agentId })

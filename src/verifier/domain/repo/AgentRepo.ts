@@ -7,6 +7,7 @@
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Either, Option, Schema } from "effect"
+import { fnTraced } from "../../../ops/fnTraced.js"
 import { nowSeconds } from "../../../db/dialect.js"
 import { storeError } from "../errors.js"
 import { ACTIVE_STATES, OperationalState } from "../../../attestation/states.js"
@@ -150,7 +151,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       )
 
     /** True when inserted; false when the id exists (a concurrent add won). */
-    const insert = Effect.fn("AgentRepo.insert")(function*(agent: NewAgent) {
+    const insert = fnTraced("AgentRepo.insert")(function*(agent: NewAgent) {
       const now = yield* nowSeconds
       const seq = yield* nextSeq(sql, "verifier_agents")
       const rows = yield* sql`INSERT INTO verifier_agents ${
@@ -181,7 +182,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       return rows.length > 0
     })
 
-    const find = Effect.fn("AgentRepo.find")(function*(agentId: string) {
+    const find = fnTraced("AgentRepo.find")(function*(agentId: string) {
       const rows = yield* sql`SELECT ${columns} FROM verifier_agents WHERE agent_id = ${agentId}`.pipe(
         Effect.mapError(storeError("find agent"))
       )
@@ -190,13 +191,13 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** One agent with its policy facts (names, checksums, has_policy): what show and the loop read. */
-    const findView = Effect.fn("AgentRepo.findView")(function*(agentId: string) {
+    const findView = fnTraced("AgentRepo.findView")(function*(agentId: string) {
       const rows = yield* views("find agent", sql`a.agent_id = ${agentId}`)
       return Option.fromNullable(rows[0])
     })
 
     /** Ids in creation order, of one verifier or all. */
-    const listIds = Effect.fn("AgentRepo.listIds")(function*(verifierId?: string) {
+    const listIds = fnTraced("AgentRepo.listIds")(function*(verifierId?: string) {
       const rows = yield* (verifierId === undefined
         ? sql<{ agent_id: string }>`SELECT agent_id FROM verifier_agents ORDER BY seq, agent_id`
         : sql<{ agent_id: string }>`SELECT agent_id FROM verifier_agents WHERE verifier_id = ${verifierId} ORDER BY seq, agent_id`)
@@ -205,12 +206,12 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** Every agent's view (bulk status), of one verifier or all. */
-    const listViews = Effect.fn("AgentRepo.listViews")(function*(verifierId?: string) {
+    const listViews = fnTraced("AgentRepo.listViews")(function*(verifierId?: string) {
       return yield* views("list agents", verifierId === undefined ? sql`1 = 1` : sql`a.verifier_id = ${verifierId}`)
     })
 
     /** Agents this verifier polls after a restart: its own pull agents, in START, GET_QUOTE, PROVIDE_V or their retries. */
-    const activeOf = Effect.fn("AgentRepo.activeOf")(function*(verifierId: string) {
+    const activeOf = fnTraced("AgentRepo.activeOf")(function*(verifierId: string) {
       // push agents (a push_agents row: they have attested by push) are never polled
       return yield* views(
         "list active agents",
@@ -220,7 +221,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** TERMINATED agents of this verifier: their deletion was accepted (202) and is still to be done. */
-    const terminatedOf = Effect.fn("AgentRepo.terminatedOf")(function*(verifierId: string) {
+    const terminatedOf = fnTraced("AgentRepo.terminatedOf")(function*(verifierId: string) {
       const rows = yield* sql<{ agent_id: string }>`SELECT agent_id FROM verifier_agents
         WHERE verifier_id = ${verifierId} AND operational_state = ${OperationalState.TERMINATED} ORDER BY seq`.pipe(
         Effect.mapError(storeError("list terminated agents"))
@@ -228,7 +229,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
       return rows.map((r) => String(r.agent_id))
     })
 
-    const remove = Effect.fn("AgentRepo.remove")(function*(agentId: string) {
+    const remove = fnTraced("AgentRepo.remove")(function*(agentId: string) {
       const rows = yield* sql`DELETE FROM verifier_agents WHERE agent_id = ${agentId} RETURNING agent_id`.pipe(
         Effect.mapError(storeError("delete agent"))
       )
@@ -236,7 +237,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** Admin change (stop, reactivate, terminate): bumps `generation`; the new one, or None for an unknown id. */
-    const adminUpdate = Effect.fn("AgentRepo.adminUpdate")(function*(agentId: string, change: AdminChange) {
+    const adminUpdate = fnTraced("AgentRepo.adminUpdate")(function*(agentId: string, change: AdminChange) {
       const now = yield* nowSeconds
       const sets = [
         sql`operational_state = ${change.operationalState}`,
@@ -302,7 +303,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     }
 
     /** The facts of the agent's last pull verdict (JSON), none when the agent does not exist; null before its first verdict. */
-    const lastVerdict = Effect.fn("AgentRepo.lastVerdict")(function*(agentId: string) {
+    const lastVerdict = fnTraced("AgentRepo.lastVerdict")(function*(agentId: string) {
       const rows = yield* sql<{ last_verdict: unknown }>`SELECT last_verdict FROM verifier_agents WHERE agent_id = ${agentId}`.pipe(
         Effect.mapError(storeError("read last verdict"))
       )
@@ -312,7 +313,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** An unreachable agent: the retry number and when the next attempt is due. */
-    const recordRetry = Effect.fn("AgentRepo.recordRetry")(function*(agentId: string, fence: LoopFence, w: RetryWrite) {
+    const recordRetry = fnTraced("AgentRepo.recordRetry")(function*(agentId: string, fence: LoopFence, w: RetryWrite) {
       return yield* conditional("record retry", agentId, fence, [
         sql`operational_state = ${w.operationalState}`,
         sql`retry_count = ${w.retryCount}`,
@@ -321,7 +322,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** The loop gives up (not reachable, no quote, no V, exception): FAILED with its event. */
-    const markFailed = Effect.fn("AgentRepo.markFailed")(function*(agentId: string, fence: LoopFence, w: FailedWrite) {
+    const markFailed = fnTraced("AgentRepo.markFailed")(function*(agentId: string, fence: LoopFence, w: FailedWrite) {
       return yield* conditional("mark failed", agentId, fence, [
         sql`operational_state = ${w.operationalState ?? OperationalState.FAILED}`,
         ...eventSets(w.event),
@@ -330,7 +331,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
     })
 
     /** A state change of the loop (START → GET_QUOTE, PROVIDE_V → GET_QUOTE after V, …). */
-    const setState = Effect.fn("AgentRepo.setState")(function*(agentId: string, fence: LoopFence, w: StateWrite) {
+    const setState = fnTraced("AgentRepo.setState")(function*(agentId: string, fence: LoopFence, w: StateWrite) {
       return yield* conditional("set state", agentId, fence, [
         sql`operational_state = ${w.operationalState}`,
         ...(w.vDelivered === undefined ? [] : [sql`v_delivered = ${w.vDelivered ? 1 : 0}`]),
@@ -345,14 +346,14 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
      * A loop of `verifierId` starts: the next owner epoch, which fences out every older loop, and the
      * runner it runs on (cluster mode; null otherwise); None when the agent is not this verifier's.
      */
-    const takeOwnership = Effect.fn("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string, runner: string | null = null) {
+    const takeOwnership = fnTraced("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string, runner: string | null = null) {
       const rows = yield* sql<{ owner_epoch: unknown }>`UPDATE verifier_agents SET owner_epoch = owner_epoch + 1, owner_runner = ${runner}
         WHERE agent_id = ${agentId} AND verifier_id = ${verifierId} RETURNING owner_epoch`.pipe(Effect.mapError(storeError("take agent ownership")))
       return rows.length === 0 ? Option.none<number>() : Option.some(Number(rows[0]!.owner_epoch))
     })
 
     /** The agent's state and owner epoch; None for an unknown id. */
-    const ownership = Effect.fn("AgentRepo.ownership")(function*(agentId: string) {
+    const ownership = fnTraced("AgentRepo.ownership")(function*(agentId: string) {
       const rows = yield* sql<{ operational_state: unknown; owner_epoch: unknown }>`SELECT operational_state, owner_epoch
         FROM verifier_agents WHERE agent_id = ${agentId}`.pipe(Effect.mapError(storeError("read agent ownership")))
       const r = rows[0]
@@ -365,7 +366,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
      * Active pull agents of `verifierId` nobody polls: their next poll (or, before the first one,
      * their last change) is older than `staleBefore` (epoch seconds), as when their process died.
      */
-    const orphansOf = Effect.fn("AgentRepo.orphansOf")(function*(verifierId: string, staleBefore: number) {
+    const orphansOf = fnTraced("AgentRepo.orphansOf")(function*(verifierId: string, staleBefore: number) {
       const rows = yield* sql<{ agent_id: string }>`SELECT a.agent_id FROM verifier_agents a
         WHERE a.verifier_id = ${verifierId} AND ${sql.in("a.operational_state", active)}
           AND COALESCE(a.next_poll_at, a.updated_at) < ${staleBefore}
