@@ -17,6 +17,8 @@ export interface DashboardClientStats {
   requests: number
   errors: number
   lastError: string
+  /** The slowest request since the soak's trace last read it (ms). */
+  slowestMs: number
 }
 
 const get = (base: string, path: string) =>
@@ -44,14 +46,16 @@ export const openDashboard = (o: { readonly dir: string; readonly caDir: string;
       })
       child.once("exit", (code) => resume(Effect.dieMessage(`attest dashboard exited (${code}): ${out}`)))
     })
-    const stats: DashboardClientStats = { events: 0, requests: 0, errors: 0, lastError: "" }
+    const stats: DashboardClientStats = { events: 0, requests: 0, errors: 0, lastError: "", slowestMs: 0 }
     const failed = (what: string) => {
       stats.errors++
       stats.lastError = what
     }
     const request = (path: string): Promise<void> => {
       stats.requests++
-      return get(base, path).then(
+      const t0 = performance.now()
+      const timed = () => (stats.slowestMs = Math.max(stats.slowestMs, performance.now() - t0))
+      return get(base, path).finally(timed).then(
         (status) => status === 200 ? undefined : failed(`${path}: ${status}`),
         (e: Error) => failed(`${path}: ${e.message}`)
       )

@@ -5,11 +5,12 @@
  * generators' CPU. The phase's figures compare its end with its baseline (minute 1, so the first
  * minute's JIT and caches settle; minute 0 when the phase is one minute long).
  */
+import { appendFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { Effect } from "effect"
 import type { DashboardClientStats } from "./_soakDashboard.js"
-import { cpuMs } from "./_procCpu.js"
-import { type DbProbe, missedAt, openFds, rssKb, scrapeSeries } from "./_soakProbe.js"
+import { cpuMs, preciseCpuMs } from "./_procCpu.js"
+import { type AgentTimes, type DbProbe, missedAt, openFds, rssKb, scrapeSeries } from "./_soakProbe.js"
 
 export interface PhaseOptions {
   readonly name: string
@@ -24,6 +25,8 @@ export interface PhaseOptions {
   /** Agents the run enrolled: one absent from the database misses every check. */
   readonly expectedAgents: number
   readonly dashboard?: { readonly pid: number; readonly stats: DashboardClientStats }
+  /** A file to append one JSON line per check to (--trace): where in a minute its misses fell, and what the processes and the database did meanwhile. */
+  readonly traceFile?: string | undefined
 }
 
 interface Sample {
@@ -114,6 +117,7 @@ export const runPhase = (o: PhaseOptions) =>
     let checks = 0
     const lateAgents = new Set<string>()
     let nextCheck = start + o.checkEveryMs
+    const trace = o.traceFile === undefined ? undefined : traceWriter(o)
     for (let minute = 1; minute <= o.minutes; minute++) {
       const minuteEnd = start + minute * 60_000
       while (nextCheck <= minuteEnd) {
@@ -130,6 +134,7 @@ export const runPhase = (o: PhaseOptions) =>
           else inMinute[a.model]++
         }
         for (const a of agents) if (a.active && a.lastSuccessMs > 0) inMinute.worstAgeMs = Math.max(inMinute.worstAgeMs, now - (a.lastSuccessMs + a.resolutionMs))
+        if (trace !== undefined) yield* Effect.promise(() => trace(now, agents, late, absent))
         nextCheck += o.checkEveryMs
         if (++checks % HEAP_EVERY === 0) heapUsed(yield* Effect.promise(scrape))
       }
@@ -168,3 +173,51 @@ export const runPhase = (o: PhaseOptions) =>
     )
     return result
   })
+
+/**
+ * One line per check: the late agents by model and the oldest verdict, then over the interval since
+ * the last check the CPU of the verifier (ns resolution), the load generators and the dashboard, the
+ * database's files, how long a /metrics scrape took (the verifier's event loop, seen from outside),
+ * the verifier's counters that moved, and the dashboard client's slowest request.
+ */
+const traceWriter = (o: PhaseOptions) => {
+  const cpu = () => ({ verifier: preciseCpuMs(o.verifierPid), load: o.loadPids.reduce((t, pid) => t + cpuMs(pid), 0), dashboard: o.dashboard === undefined ? 0 : cpuMs(o.dashboard.pid) })
+  let last = { at: performance.now(), cpu: cpu(), series: new Map<string, number>() }
+  return async (now: number, agents: ReadonlyArray<AgentTimes>, late: ReadonlyArray<AgentTimes>, absent: number) => {
+    const t0 = performance.now()
+    const series = await scrapeSeries(o.metricsUrl).catch(() => new Map<string, number>())
+    const scrapeMs = performance.now() - t0
+    const at = performance.now()
+    const c = cpu()
+    const over = at - last.at
+    const moved: Record<string, number> = {}
+    for (const [k, v] of series) {
+      // per-agent series and histogram buckets would bury the rest
+      if (k.includes("_bucket") || k.includes("agent_id=")) continue
+      const before = last.series.get(k)
+      if (before !== undefined && v !== before) moved[k] = Number((v - before).toFixed(3))
+    }
+    let oldestS = 0
+    for (const a of agents) if (a.active && a.lastSuccessMs > 0) oldestS = Math.max(oldestS, (now - a.lastSuccessMs - a.resolutionMs) / 1000)
+    const line = {
+      phase: o.name,
+      at: new Date(now).toISOString(),
+      latePull: late.filter((a) => a.active && a.model === "pull").length,
+      latePush: late.filter((a) => a.active && a.model === "push").length,
+      inactive: late.filter((a) => !a.active).length,
+      absent,
+      oldestS: Number(oldestS.toFixed(2)),
+      verifierCpuPct: Number((((c.verifier - last.cpu.verifier) / over) * 100).toFixed(1)),
+      loadCpuPct: Number((((c.load - last.cpu.load) / over) * 100).toFixed(1)),
+      dashboardCpuPct: Number((((c.dashboard - last.cpu.dashboard) / over) * 100).toFixed(1)),
+      dbFileBytes: o.db.fileBytes(),
+      scrapeMs: Number(scrapeMs.toFixed(1)),
+      dashboardSlowestMs: o.dashboard?.stats.slowestMs,
+      load1: Number(loadavg()[0]!.toFixed(2)),
+      moved
+    }
+    if (o.dashboard !== undefined) o.dashboard.stats.slowestMs = 0
+    last = { at, cpu: c, series }
+    appendFileSync(o.traceFile!, JSON.stringify(line) + "\n")
+  }
+}

@@ -5,7 +5,7 @@
  * Given `attest` (another build's attest.js), that build runs instead: a baseline in the same run.
  */
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { appendFileSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { CA_FILES } from "../src/pki/layout.js"
@@ -17,6 +17,9 @@ export const spawnVerifier = (config: string, caDir: string, nodeArgs: ReadonlyA
     const command = attest === undefined ? attestCommand(["verifier", "--config", config]) : [attest, "verifier", "--config", config]
     const child = spawn(process.execPath, [...nodeArgs, ...command], { stdio: ["ignore", "pipe", "inherit"] })
     const exited = new Promise((r) => child.once("exit", r))
+    // BENCH_VERIFIER_LOG=<file>: the verifier's output kept (its warnings say which agent and why)
+    const log = process.env["BENCH_VERIFIER_LOG"]
+    if (log !== undefined) child.stdout.on("data", (d: Buffer) => appendFileSync(log, d))
     yield* Effect.addFinalizer(() => Effect.promise(() => (child.kill("SIGINT"), exited)))
     const url = yield* Effect.async<string>((resume) => {
       let out = ""

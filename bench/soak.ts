@@ -19,6 +19,7 @@
  *
  *   npm run bench -- soak [--minutes 30] [--pull 1000] [--push 200] [--interval 2] [--slack 2]
  *                         [--check-every 2] [--dashboard-minutes <minutes>] [--enrol-concurrency 16] [--postgres]
+ *                         [--trace <file>]   (one JSON line per check; BENCH_VERIFIER_LOG=<file> keeps the verifier's output)
  *
  * Enrolment: bench/_soakEnrol.ts (a progress line every 10 s). Every BENCH line states the fleet,
  * the minutes, the database and the load average it was measured at.
@@ -53,6 +54,8 @@ const CHECK_EVERY = flag("check-every", 2)
 const DASHBOARD_MINUTES = flag("dashboard-minutes", MINUTES)
 const ENROL_CONCURRENCY = Math.max(1, flag("enrol-concurrency", 16))
 const POSTGRES = process.argv.includes("--postgres")
+/** --trace <file>: one JSON line per check (bench/_soakPhase.ts), to place a minute's misses. */
+const TRACE = process.argv.includes("--trace") ? process.argv[process.argv.indexOf("--trace") + 1] : undefined
 /** The push agents' AKs (seeded simulated TPMs), kept between runs as a fleet's agents keep theirs: a first run derives them. */
 const PUSH_STATE = "node_modules/.cache/attest-soak/push-agents"
 
@@ -120,7 +123,7 @@ const program = Effect.gen(function*() {
 
   const limitMs = (INTERVAL + SLACK) * 1000
   console.log(`a missed schedule: an agent not attesting, or its last verified attestation older than ${INTERVAL} + ${SLACK} s, at a check every ${CHECK_EVERY} s`)
-  const common = { verifierPid: verifier.pid, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, db, limitMs, checkEveryMs: CHECK_EVERY * 1000, loadPids: [fleet.pid, ...(pushPid === undefined ? [] : [pushPid])], expectedAgents: PULL + PUSH }
+  const common = { traceFile: TRACE, verifierPid: verifier.pid, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, db, limitMs, checkEveryMs: CHECK_EVERY * 1000, loadPids: [fleet.pid, ...(pushPid === undefined ? [] : [pushPid])], expectedAgents: PULL + PUSH }
   const plain = yield* runPhase({ ...common, name: "soak", minutes: MINUTES })
   const withDashboard = DASHBOARD_MINUTES === 0 ? undefined : yield* Effect.scoped(Effect.gen(function*() {
     const dashboard = yield* openDashboard({ dir, caDir, verifierUrl: verifier.url, agentIds: fleet.agents.map((a) => a.id) })
