@@ -7,6 +7,7 @@
  * file, so counting costs it nothing).
  */
 import { spawn } from "node:child_process"
+import { verifierNodeArgs } from "./_verifierProcess.js"
 import { createRequire } from "node:module"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -87,7 +88,7 @@ export const startPull = (o: {
     writeFileSync(config, ["[verifier]", "port = 0", `tls_dir = "generate"`, `ca_dir = "${o.caDir}"`, `data_dir = "${dataDir}"`, "metrics_port = 0", `log_level = "warning"`, "quote_interval = 2", ...(o.extraConfig ?? []), ""].join("\n"))
     // BENCH_PULL_PROF_DIR=<dir>: a CPU profile of the pull verifier too (written when it exits)
     const prof = process.env["BENCH_PULL_PROF_DIR"]
-    const verifier = yield* childUntil([...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1], prof === undefined ? "SIGKILL" : "SIGINT")
+    const verifier = yield* childUntil([...verifierNodeArgs(), ...(prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`]), ...attestCommand(["verifier", "--config", config])], (out) => /attest verifier: API \(HTTPS, mTLS admin\) on (https:\/\/\S+)/.exec(out)?.[1], prof === undefined ? "SIGKILL" : "SIGINT")
     // the fleet after the verifier: its agents trust the CA the verifier generates when none is there yet
     const fleet = yield* childUntil(["--import", "tsx", "bench/_fleet.ts", String(o.agents), o.caDir], (out) => {
       const line = out.split("\n").find((l) => l.startsWith("{"))

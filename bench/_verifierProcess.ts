@@ -11,11 +11,14 @@ import { Effect } from "effect"
 import { CA_FILES } from "../src/pki/layout.js"
 import { attestCommand } from "./_verifierCommand.js"
 
+/** BENCH_VERIFIER_NODE_ARGS="<flags>": node flags for the verifier (e.g. a V8 heap setting), space-separated. */
+export const verifierNodeArgs = (): Array<string> => (process.env["BENCH_VERIFIER_NODE_ARGS"] ?? "").split(" ").filter((a) => a !== "")
+
 export const spawnVerifier = (config: string, caDir: string, nodeArgs: ReadonlyArray<string> = [], attest?: string) =>
   Effect.gen(function*() {
     // `attest`: another build's attest.js (a same-run baseline), else the build _verifierCommand.ts picks
     const command = attest === undefined ? attestCommand(["verifier", "--config", config]) : [attest, "verifier", "--config", config]
-    const child = spawn(process.execPath, [...nodeArgs, ...command], { stdio: ["ignore", "pipe", "inherit"] })
+    const child = spawn(process.execPath, [...verifierNodeArgs(), ...nodeArgs, ...command], { stdio: ["ignore", "pipe", "inherit"] })
     const exited = new Promise((r) => child.once("exit", r))
     // BENCH_VERIFIER_LOG=<file>: the verifier's output kept (its warnings say which agent and why)
     const log = process.env["BENCH_VERIFIER_LOG"]

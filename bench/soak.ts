@@ -103,7 +103,9 @@ const program = Effect.gen(function*() {
     `session_create_rate_limit_per_ip = ${Math.max(50, 2 * PUSH)}`, ...(database === undefined ? [] : [`database_url = "${database.url}"`]), ""
   ].join("\n"))
   console.log(`soak: ${PULL} pull + ${PUSH} push agents, quote_interval ${INTERVAL} s, ${MINUTES} min${DASHBOARD_MINUTES > 0 ? ` + ${DASHBOARD_MINUTES} min with the dashboard` : ""}, ${POSTGRES ? "PostgreSQL" : "SQLite"}, ${cpus().length} cores`)
-  const verifier = yield* spawnVerifier(config, caDir)
+  // BENCH_SOAK_PROF_DIR=<dir>: a CPU profile of the verifier, written when it exits
+  const prof = process.env["BENCH_SOAK_PROF_DIR"]
+  const verifier = yield* spawnVerifier(config, caDir, prof === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`])
   const db: DbProbe = database === undefined ? sqliteProbe(join(dataDir, "verifier.sqlite")) : postgresProbe(database.url, database.schema)
   yield* Effect.addFinalizer(() => Effect.promise(db.close))
   const { fleet, pushPid, pushReady, seconds: enrolSeconds } = yield* enrolFleets({ verifier, caDir, pushStateDir: PUSH_STATE, pull: PULL, push: PUSH, interval: INTERVAL, concurrency: ENROL_CONCURRENCY, db })
