@@ -207,7 +207,7 @@ in
     push_attestations_kept = lib.mkOption {
       type = t.ints.unsigned;
       default = 100;
-      description = "push model: attestations kept per agent, its latest ones; older completed ones are deleted every minute (0 keeps all)";
+      description = "push model: attestations kept per agent, its latest ones; older completed ones are deleted as new ones arrive (0 keeps all)";
     };
     auto_recover_attestation_failures = lib.mkOption {
       type = t.bool;

@@ -84,7 +84,7 @@ export const verifierSection = {
   challenge_lifetime: seconds(1800, "push model: seconds an attestation's challenge may be answered with evidence"),
   verification_timeout: seconds(60, "push model: seconds a background verification may take (503 verification_in_progress meanwhile)"),
   extend_token_on_attestation: boolean(true, "push model: a passed attestation extends the agent's token by session_lifetime"),
-  push_attestations_kept: integer(100, "push model: attestations kept per agent, its latest ones; older completed ones are deleted every minute (0 keeps all)", { min: 0 }),
+  push_attestations_kept: integer(100, "push model: attestations kept per agent, its latest ones; older completed ones are deleted as new ones arrive (0 keeps all)", { min: 0 }),
   auto_recover_attestation_failures: boolean(false, "push model: a passed attestation clears earlier failures (else status stays FAIL until re-added)"),
   session_create_rate_limit_per_ip: integer(50, "push model: sessions one client address (an IPv6 /64) may create per window, and failed proofs it may send", { min: 1 }),
   session_create_rate_limit_window_ip: seconds(60, "push model: window of session_create_rate_limit_per_ip (seconds)"),

@@ -6,7 +6,7 @@
  * and the next pass keeps it; a premature attestation is refused with the seconds to wait; tokens
  * expire after session_lifetime and a pass extends them; session creation is rate limited per
  * client address and tokens per agent, with the seconds until the window frees; each minute,
- * attestations beyond an agent's latest push_attestations_kept are deleted.
+ * attestations beyond an agent's latest push_attestations_kept are deleted (as each new one is made, and by a sweep).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Either, Layer, Option, TestClock } from "effect"
@@ -237,24 +237,41 @@ describe("push liveness and time", () => {
       }).pipe(Effect.provide(domain(db)), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-busy"))), 60_000)
 
-  it.scoped("every minute, completed attestations beyond push_attestations_kept are deleted", () =>
+  it.scoped("each new attestation trims its agent's completed history to push_attestations_kept", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase(backend)
       yield* Effect.gen(function*() {
         yield* enrol(AGENT)
-        for (let i = 0; i < 3; i++) {
+        const indexes = Effect.flatMap(PushRepo, (r) => Effect.map(r.listAttestations(AGENT), (rows) => rows.map((a) => a.idx)))
+        const expected = [[0], [0, 1], [1, 2], [2, 3]]
+        for (const want of expected) {
           expect((yield* attest).evaluation).toEqual("pass")
+          expect(yield* indexes).toEqual(want)
           yield* TestClock.adjust(Duration.seconds(2))
         }
-        const indexes = Effect.flatMap(PushRepo, (r) => Effect.map(r.listAttestations(AGENT), (rows) => rows.map((a) => a.idx)))
-        expect(yield* indexes).toEqual([0, 1, 2])
-        // the sweep's first minute ends at 60 s (6 s have passed)
-        yield* TestClock.adjust(Duration.seconds(53))
-        yield* settle
-        expect(yield* indexes).toEqual([0, 1, 2])
-        yield* TestClock.adjust(Duration.seconds(1))
-        yield* settle
-        expect(yield* indexes).toEqual([1, 2])
       }).pipe(Effect.provide(domain(db, { push_attestations_kept: 2 })), Effect.scoped)
     }).pipe(Effect.provide(simulatedAgent("push-history"))), 60_000)
+
+  it.scoped("a minute after start the sweep deletes completed attestations beyond push_attestations_kept that no new one trimmed", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase(backend)
+      yield* Effect.gen(function*() {
+        yield* enrol(AGENT)
+        const repo = yield* PushRepo
+        // four judged attestations written without the creation path (as an older process, or a larger keep, left them)
+        yield* repo.ensurePushAgent(AGENT, 0)
+        for (let i = 0; i < 4; i++) {
+          yield* repo.insertAttestation({ agent_id: AGENT, idx: i, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1 })
+          yield* repo.acceptEvidence(AGENT, i, "[]", 0)
+          yield* repo.completeAttestation(AGENT, i, { pass: true, reason: null, failures: "[]", at: 0 })
+        }
+        const indexes = Effect.map(repo.listAttestations(AGENT), (rows) => rows.map((a) => a.idx))
+        yield* TestClock.adjust(Duration.seconds(59))
+        yield* settle
+        expect(yield* indexes).toEqual([0, 1, 2, 3])
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* settle
+        expect(yield* indexes).toEqual([2, 3])
+      }).pipe(Effect.provide(domain(db, { push_attestations_kept: 2 })), Effect.scoped)
+    }).pipe(Effect.provide(simulatedAgent("push-history-sweep"))), 60_000)
 })

@@ -107,10 +107,18 @@ describe.each(backends)("push repo on %s", (backend, available) => {
         yield* repo.acceptEvidence(other, i, "[]", 3)
         yield* complete(other, i)
       }
-      yield* repo.pruneAttestations(2)
+      // a chunk of 1 deletes one row a statement: the sweep goes on until a chunk comes back short
+      expect(yield* repo.pruneAttestations(2, 1)).toEqual(1)
+      expect(yield* repo.pruneAttestations(2, 10)).toEqual(2)
+      expect(yield* repo.pruneAttestations(2, 10)).toEqual(0)
       const left = (agentId: string) => Effect.map(repo.listAttestations(agentId), (rows) => rows.map((r) => [r.idx, r.stage]))
       expect(yield* left(AGENT)).toEqual([[1, "awaiting_evidence"], [4, "verification_complete"], [5, "awaiting_evidence"]])
       expect(yield* left(other)).toEqual([[0, "verification_complete"], [1, "verification_complete"]])
+      // one agent's history by key (as each new attestation trims it): completed rows up to the index, only that agent's
+      yield* repo.pruneAgentAttestations(other, 0)
+      yield* repo.pruneAgentAttestations(AGENT, 5)
+      expect(yield* left(other)).toEqual([[1, "verification_complete"]])
+      expect(yield* left(AGENT)).toEqual([[1, "awaiting_evidence"], [5, "awaiting_evidence"]])
     })), 60_000)
 
   it.live.skipIf(!available)("a verdict writes the attestation, the push state and the active token together, or none of them", () =>

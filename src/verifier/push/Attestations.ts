@@ -55,6 +55,11 @@ const bootSeconds = (text: string): number | undefined => {
 
 /** How often attestations left in evaluating_evidence past verification_timeout are looked for. */
 const RERUN_EVERY_SECONDS = 15
+/** The history sweep (bounded history): first a minute after start, then every 10 minutes, 500 rows a statement, 50 ms between. */
+const PRUNE_FIRST = Duration.minutes(1)
+const PRUNE_SWEEP = Duration.minutes(10)
+const PRUNE_CHUNK = 500
+const PRUNE_PAUSE = Duration.millis(50)
 
 /** The request phase 1 stored (its own JSON, read up to three times per attestation: a plain parse). */
 export const requestedOf = (row: AttestationRow): ReadonlyArray<EvidenceRequested> => {
@@ -154,6 +159,10 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
           challenges_expire_at: now + config.challenge_lifetime * 1000
         }
         if (!(yield* db.insertAttestation(row))) return yield* new CreationConflict({ agentId })
+        // the agent's history stays at push_attestations_kept as it grows: a row or two by key here
+        if (config.push_attestations_kept > 0 && row.idx >= config.push_attestations_kept) {
+          yield* db.pruneAgentAttestations(agentId, row.idx - config.push_attestations_kept)
+        }
         const created = {
           ...row,
           stage: "awaiting_evidence",
@@ -317,15 +326,18 @@ export class Attestations extends Effect.Service<Attestations>()("attest/verifie
       return row.value
     })
 
-    // bounded history: every minute, completed attestations beyond each agent's latest
-    // push_attestations_kept go (0 keeps all)
+    // bounded history: each new attestation trims its agent's (above); this sweep, shortly after
+    // start and then every PRUNE_SWEEP, removes what that left, PRUNE_CHUNK rows at a time with the
+    // loop free between chunks (0 keeps all)
     if (config.push_attestations_kept > 0) {
-      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
-        Effect.sleep(Duration.minutes(1)),
-        repo.pruneAttestations(config.push_attestations_kept).pipe(
-          Effect.catchAll((e) => Effect.logWarning(`pruning push attestations failed: ${e.message}`))
-        )
-      )))
+      const sweep: Effect.Effect<void> = Effect.gen(function*() {
+        for (;;) {
+          const deleted = yield* repo.pruneAttestations(config.push_attestations_kept, PRUNE_CHUNK)
+          if (deleted < PRUNE_CHUNK) return
+          yield* Effect.sleep(PRUNE_PAUSE)
+        }
+      }).pipe(Effect.catchAll((e) => Effect.logWarning(`pruning push attestations failed: ${e.message}`)))
+      yield* Effect.forkScoped(Effect.zipRight(Effect.sleep(PRUNE_FIRST), Effect.forever(Effect.zipRight(sweep, Effect.sleep(PRUNE_SWEEP)))))
     }
 
     // verifications a stopped process left half-done are judged again from their stored evidence:

@@ -58,6 +58,11 @@ export interface AttestationStatements {
   /** False when attestation (agent, idx) exists already. */
   readonly insertAttestation: (a: NewAttestation) => Effect.Effect<boolean, VerifierStoreError>
   /**
+   * The agent's completed attestations with an index at most `upTo` deleted (its bounded history,
+   * trimmed as each new attestation is created: a few rows by key, never a fleet's worth at once).
+   */
+  readonly pruneAgentAttestations: (agentId: string, upTo: number) => Effect.Effect<void, VerifierStoreError>
+  /**
    * Evidence accepted for verification, judged by `judge` (a cluster runner's address; none in
    * single-process mode); false when the attestation no longer awaits it or is no longer the latest,
    * or (when `sessionId` is given) that session is no longer active and unexpired.
@@ -115,6 +120,7 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
       verification_completed_at)
     VALUES (${""}, ${0}, 'awaiting_evidence', 'pending', NULL, ${""}, ${""}, NULL, NULL, ${""}, ${0}, ${0}, NULL, NULL)
     ON CONFLICT (agent_id, idx) DO NOTHING RETURNING idx`)
+  const PRUNE_AGENT = compiled(sql`DELETE FROM push_attestations WHERE agent_id = ${""} AND idx <= ${0} AND stage = 'verification_complete'`)
   // only while the attestation still awaits evidence and is still the agent's latest (phase 2 may
   // run on what phase 1 handed over, without reading the store)
   const acceptSql = (sessionChecked: boolean) =>
@@ -221,6 +227,7 @@ export const attestationStatements = (sql: SqlClient.SqlClient) => {
           exec("insert attestation", INSERT_ATTESTATION, [a.agent_id, a.idx, a.capabilities, a.evidence_requested, a.boot_time, a.capabilities_received_at, a.challenges_expire_at]),
           (rows) => rows.length > 0
         ),
+      pruneAgentAttestations: (agentId, upTo) => Effect.asVoid(exec("prune attestations", PRUNE_AGENT, [agentId, upTo])),
       acceptEvidence: (agentId, idx, evidence, at, sessionId, judge) =>
         Effect.map(
           sessionId === undefined

@@ -171,14 +171,20 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       )
     /**
      * Completed attestations older than each agent's latest `keep` are deleted (bounded history:
-     * an agent attesting every 2 s writes 43,200 a day). The latest and anything still pending stay.
+     * an agent attesting every 2 s writes 43,200 a day), at most `chunk` rows; how many went. The
+     * latest and anything still pending stay. Each new attestation trims its own agent's history
+     * (`pruneAgentAttestations`); this sweep finds what that left (a verdict still pending then, a
+     * smaller `keep` after a restart), a chunk at a time: one statement deleting a fleet's minute of
+     * rows held SQLite's only connection, and the loop that runs on it, for seconds.
      */
-    const pruneAttestations = (keep: number) =>
+    const pruneAttestations = (keep: number, chunk: number) =>
       run(
         "prune attestations",
-        sql`DELETE FROM push_attestations WHERE stage = 'verification_complete'
-          AND idx <= (SELECT MAX(m.idx) FROM push_attestations m WHERE m.agent_id = push_attestations.agent_id) - ${keep}`
-      ).pipe(Effect.asVoid)
+        sql`DELETE FROM push_attestations WHERE (agent_id, idx) IN (
+          SELECT t.agent_id, t.idx FROM push_attestations t WHERE t.stage = 'verification_complete'
+            AND t.idx <= (SELECT MAX(m.idx) FROM push_attestations m WHERE m.agent_id = t.agent_id) - ${keep}
+          LIMIT ${chunk}) RETURNING idx`
+      ).pipe(Effect.map((rows) => rows.length))
 
     /**
      * Attestations in evaluating_evidence (their verdict is run again at start), or only those
@@ -228,6 +234,7 @@ export class PushRepo extends Effect.Service<PushRepo>()("attest/verifier/push/P
       restoreAcceptance,
       attestationContext: (agentId: string, sessionId?: string) => grouped((s) => s.attestationContext(agentId, sessionId)),
       insertAttestation: (a: NewAttestation) => grouped((s) => s.insertAttestation(a)),
+      pruneAgentAttestations: (agentId: string, upTo: number) => grouped((s) => s.pruneAgentAttestations(agentId, upTo)),
       findAttestation,
       latestAttestation,
       listAttestations,
