@@ -6,7 +6,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, TestClock } from "effect"
+import { Effect, Option, Redacted, Schema, TestClock } from "effect"
+import { bulkInSchemaOrder, VerifierAgentBulk } from "../../schemas/Verifier.js"
 import * as crypto from "node:crypto"
 import { parseVersion } from "../../src/http/versions.js"
 import { Agents } from "../../src/verifier/domain/Agents.js"
@@ -20,6 +21,7 @@ import { readVectorText } from "../support/vectors.js"
 import { backends, record, recordedPolicyBase64, recordingPoller, snapshotTables, validBody, verifierLayer } from "./support.js"
 
 const v26 = parseVersion("2.6")!
+const encodeBulk = Schema.encodeUnknownSync(VerifierAgentBulk)
 const v25 = parseVersion("2.5")!
 const v21 = parseVersion("2.1")!
 const b64 = (s: string) => Buffer.from(s).toString("base64")
@@ -158,6 +160,8 @@ for (const [backend, available] of backends) {
         // the bulk status shows its push status, as GET of the agent does
         yield* sql`UPDATE push_agents SET attestation_count = 3 WHERE agent_id = ${id}`
         const bulk = (yield* agents.bulk(v26)) as Record<string, { attestation_count: number }>
+        // the route answers the bulk status as it is: byte for byte what its schema would encode
+        expect(JSON.stringify(bulkInSchemaOrder(bulk as VerifierAgentBulk))).toEqual(JSON.stringify(encodeBulk(bulk)))
         expect([bulk[id]?.attestation_count, ((yield* agents.show(id, v26)) as { attestation_count: number }).attestation_count]).toEqual([3, 3])
         yield* agents.reactivate(id)
         expect(poller.calls).toEqual([])
@@ -305,6 +309,11 @@ for (const [backend, available] of backends) {
         const bulk = yield* agents.bulk(v26)
         expect(Object.keys(bulk)).toEqual(["l1", "l2"])
         expect(bulk["l1"]).toMatchObject({ enc_alg: "rsa2048", attestation_status: "PASS", attestation_count: 1, last_successful_attestation: 1234 })
+        // the route answers the bulk status as it is (no schema encode): byte for byte what the schema would give, each version's shape
+        expect(JSON.stringify(bulkInSchemaOrder(bulk))).toEqual(JSON.stringify(encodeBulk(bulk)))
+        const legacyBulk = yield* agents.bulk(v21)
+        expect(legacyBulk["l1"]).toHaveProperty("allowlist_len")
+        expect(JSON.stringify(bulkInSchemaOrder(legacyBulk))).toEqual(JSON.stringify(encodeBulk(legacyBulk)))
         const legacy = yield* agents.show("l1", v21)
         expect(legacy).toMatchObject({ enc_alg: "rsa", allowlist_len: 0 })
         expect(legacy).not.toHaveProperty("attestation_status")
