@@ -13,8 +13,10 @@
  * series (Effect's registry cannot remove one: src/ops/metrics.ts sets NaN when an agent is
  * deleted) and is left out.
  *
- * `scrapePrometheus` is what `GET /metrics` answers: the scrape hooks bring time-derived gauges up
- * to date (an agent's seconds since its last success), then the registry is snapshotted and rendered.
+ * `scrapePrometheus` is what `GET /metrics` answers: the reads registered with `onScrapeRead` run
+ * (a gauge read from the database when asked, not polled: an idle process does not wake for it),
+ * the scrape hooks bring time-derived gauges up to date (an agent's seconds since its last
+ * success), then the registry is snapshotted and rendered.
  */
 import { Clock, Effect, Metric, type MetricPair, MetricState, Option } from "effect"
 
@@ -124,6 +126,20 @@ export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Unty
 }
 
 const scrapeHooks: Array<(nowMillis: number) => void> = []
+const scrapeReads = new Set<Effect.Effect<void>>()
+
+/**
+ * Runs `read` before every scrape, before the hooks (it sets what they turn into gauges), until the
+ * returned function is called (its layer closed). It must not fail; each scrape waits for it.
+ */
+export const onScrapeRead = (read: Effect.Effect<void>): () => void => {
+  // a distinct entry per registration, so one layer's removal leaves another's
+  const entry = Effect.suspend(() => read)
+  scrapeReads.add(entry)
+  return () => {
+    scrapeReads.delete(entry)
+  }
+}
 
 /** Runs before every scrape, with the Clock's time: gauges computed from time are set here. */
 export const onScrape = (hook: (nowMillis: number) => void): void => {
@@ -133,6 +149,7 @@ export const onScrape = (hook: (nowMillis: number) => void): void => {
 /** The exposition of the Effect metrics of this process that `keep` keeps (all by default), as of now. */
 export const scrapePrometheusWhere = (keep: (pair: MetricPair.MetricPair.Untyped) => boolean = () => true): Effect.Effect<string> =>
   Effect.gen(function*() {
+    if (scrapeReads.size > 0) yield* Effect.all([...scrapeReads], { concurrency: "unbounded", discard: true })
     const now = yield* Clock.currentTimeMillis
     for (const hook of scrapeHooks) hook(now)
     return renderPrometheus((yield* Metric.snapshot).filter(keep))

@@ -1,11 +1,12 @@
 /**
  * src/ops/prometheus.ts: the exposition of Effect metrics in the text format 0.0.4, read back by a
  * strict parser: HELP and TYPE per family, escaped label values and help texts, cumulative
- * histogram buckets ending in +Inf with _sum and _count, retired (NaN) gauges left out.
+ * histogram buckets ending in +Inf with _sum and _count, retired (NaN) gauges left out; reads
+ * registered with onScrapeRead run at each scrape, until removed.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, MetricBoundaries } from "effect"
-import { escapeLabelValue, formatValue, renderPrometheus, scrapePrometheus } from "../../src/ops/prometheus.js"
+import { escapeLabelValue, formatValue, onScrapeRead, renderPrometheus, scrapePrometheus } from "../../src/ops/prometheus.js"
 import { parseExposition, valueOf } from "../support/prometheus.js"
 
 const only = (prefix: string, text: string) =>
@@ -65,5 +66,17 @@ describe("Prometheus exposition", () => {
     Effect.gen(function*() {
       const text = yield* scrapePrometheus
       expect(() => parseExposition(text)).not.toThrow()
+    }))
+
+  it.effect("runs a registered read at each scrape (its value in that scrape), and no more once removed", () =>
+    Effect.gen(function*() {
+      const gauge = Metric.gauge("t_prom_read_at_scrape", { description: "Read at scrape" })
+      let reads = 0
+      const remove = onScrapeRead(Effect.suspend(() => Metric.set(gauge, ++reads)))
+      const first = valueOf(parseExposition(only("t_prom_read_", yield* scrapePrometheus)), "t_prom_read_at_scrape")
+      const second = valueOf(parseExposition(only("t_prom_read_", yield* scrapePrometheus)), "t_prom_read_at_scrape")
+      remove()
+      const third = valueOf(parseExposition(only("t_prom_read_", yield* scrapePrometheus)), "t_prom_read_at_scrape")
+      expect({ first, second, third, reads }).toEqual({ first: 1, second: 2, third: 2, reads: 2 })
     }))
 })

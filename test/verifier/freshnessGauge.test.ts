@@ -2,6 +2,7 @@
  * `attest_oldest_verified_quote_seconds` is read from the database (FleetRepo), on both backends:
  * the oldest last verified quote among active pull agents, an agent never verified counting from its
  * creation; stopped agents and push agents left out; none active reads as None (0 on the gauge).
+ * The gauge is read at each scrape while its layer is up, and not after.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -38,13 +39,21 @@ for (const [backend, available] of backends) describe.skipIf(!available)(`the fl
         yield* (yield* PushRepo).ensurePushAgent(ids[4]!, 1)
         expect(yield* fleet.oldestVerifiedQuote()).toEqual(Option.some(now - 40))
 
-        // the gauge: read at once when the layer starts, its age at the scrape
+        // the gauge: read at each scrape (no periodic read), its age at the scrape
+        const ageAtScrape = Effect.map(scrapePrometheus, (text) => valueOf(parseExposition(text), "attest_oldest_verified_quote_seconds"))
         yield* Effect.scoped(Effect.gen(function*() {
           yield* Layer.build(FreshnessGaugeLive)
-          yield* Effect.sleep("300 millis")
-          const age = valueOf(parseExposition(yield* scrapePrometheus), "attest_oldest_verified_quote_seconds")
+          const age = yield* ageAtScrape
           expect({ age: age !== undefined && age >= 40 && age < 60 }).toEqual({ age: true })
+          // the agent added 40 s ago is verified now: the next scrape reads it, without waiting for a poll
+          yield* setRow(ids[1]!, 3, Math.floor(Date.now() / 1000) - 5, now - 40)
+          const next = yield* ageAtScrape
+          expect({ age: next !== undefined && next >= 10 && next < 30 }).toEqual({ age: true })
         }))
+        // the layer closed: scrapes no longer read (the value stays what was last read)
+        yield* setRow(ids[0]!, 3, now - 3000, now - 5000)
+        const after = yield* ageAtScrape
+        expect({ age: after !== undefined && after >= 10 && after < 30 }).toEqual({ age: true })
       }).pipe(Effect.provide(Layer.merge(FleetRepo.Default, PushRepo.Default)), Effect.provide(verifierLayer(db)))
     }).pipe(Effect.scoped), 120_000)
 })
