@@ -12,7 +12,6 @@ import { emptyRuntimePolicyData } from "../../src/verifier/domain/policy/runtime
 import { AgentRepo, type NewAgent } from "../../src/verifier/domain/repo/AgentRepo.js"
 import { NotificationOutbox } from "../../src/verifier/domain/repo/NotificationOutbox.js"
 import { MbPolicyRepo, RuntimePolicyRepo } from "../../src/verifier/domain/repo/PolicyRepo.js"
-import { PushRepo } from "../../src/verifier/domain/pushStore/repo.js"
 import { OperationalState } from "../../src/attestation/states.js"
 import { testDatabase } from "../support/db.js"
 import { backends, verifierLayer } from "./support.js"
@@ -157,20 +156,6 @@ for (const [backend, available] of backends) {
         expect(yield* repo.takeOwnership("o2", "default")).toEqual(Option.none())
         expect(yield* repo.takeOwnership("missing", "default")).toEqual(Option.none())
         expect(yield* repo.ownership("missing")).toEqual(Option.none())
-      })))
-
-    it.scoped("a push agent's row is never taken by a loop: takeOwnership refuses it in the same statement", () =>
-      run(Effect.gen(function*() {
-        yield* addAgent("p1")
-        yield* addAgent("p2")
-        yield* Effect.provide(Effect.flatMap(PushRepo, (p) => p.ensurePushAgent("p1", 1)), PushRepo.Default)
-        const repo = yield* AgentRepo
-        expect(yield* repo.takeOwnership("p1", "default", "127.0.0.1:1")).toEqual(Option.none())
-        expect(yield* repo.ownership("p1")).toEqual(Option.some({ operationalState: OperationalState.START, ownerEpoch: 0 }))
-        expect(Option.getOrThrow(yield* repo.find("p1"))).toMatchObject({ owner_runner: null })
-        // a pull agent beside it is taken, with the runner named
-        expect(yield* repo.takeOwnership("p2", "default", "127.0.0.1:1")).toEqual(Option.some(1))
-        expect(Option.getOrThrow(yield* repo.find("p2"))).toMatchObject({ owner_runner: "127.0.0.1:1" })
       })))
 
     it.scoped("orphans: active pull agents of this verifier whose next poll is long overdue", () =>

@@ -48,9 +48,9 @@ export interface AgentLoopRunner {
   /**
    * Runs the agent's loop (agentLoop.ts) until it ends; a loop that does not start or dies of a
    * defect is started again after a pause. `verifierId` is whose agents it polls: this verifier's,
-   * or null in cluster mode (the agent's own, as its row names it).
+   * or in cluster mode the agent's own.
    */
-  readonly run: (agentId: string, verifierId?: string | null) => Effect.Effect<void>
+  readonly run: (agentId: string, verifierId?: string) => Effect.Effect<void>
   /** Closes the agent's connections (its loop was cancelled from outside). */
   readonly release: (agentId: string) => Effect.Effect<void>
   /** Removes a TERMINATED agent and the policies only it used. */
@@ -70,9 +70,9 @@ export const makeAgentLoopRunner: Effect.Effect<AgentLoopRunner, never, Verifier
     // the CPU of a quote request (issue 13: no exporter, no cost)
     const traced = config.otlp_endpoint.trim() !== ""
 
-    const restart = (agentId: string, verifierId: string | null) =>
+    const restart = (agentId: string, verifierId: string) =>
       Effect.zipRight(Effect.sleep(RESTART_AFTER_MS), Effect.suspend(() => supervised(agentId, verifierId)))
-    const supervised = (agentId: string, verifierId: string | null): Effect.Effect<void> =>
+    const supervised = (agentId: string, verifierId: string): Effect.Effect<void> =>
       loop.run(agentId, verifierId).pipe(
         Effect.withTracerEnabled(traced),
         Effect.catchTag("AgentLoopNotStarted", (e) => Effect.zipRight(Effect.logWarning(`${e.message}; starting it again shortly`), restart(agentId, verifierId))),
@@ -81,7 +81,7 @@ export const makeAgentLoopRunner: Effect.Effect<AgentLoopRunner, never, Verifier
       )
 
     return {
-      run: (agentId, verifierId: string | null = config.verifier_id) => supervised(agentId, verifierId),
+      run: (agentId, verifierId = config.verifier_id) => supervised(agentId, verifierId),
       release: client.release,
       removeAgent: loop.removeAgent
     }

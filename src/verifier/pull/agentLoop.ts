@@ -36,9 +36,9 @@ export interface AgentLoopShape {
   /**
    * Polls the agent until its loop finishes (FAILED, stopped, deleted, not this verifier's, taken
    * by a newer loop). Fails only when it cannot start: the database did not answer. `verifierId`
-   * is whose agents it polls: this verifier's by default; null (cluster mode) whichever its row names.
+   * is whose agents it polls: this verifier's by default, the agent's own in cluster mode.
    */
-  readonly run: (agentId: string, verifierId?: string | null) => Effect.Effect<void, AgentLoopNotStarted>
+  readonly run: (agentId: string, verifierId?: string) => Effect.Effect<void, AgentLoopNotStarted>
   /** Removes a TERMINATED agent and the policies only it used (the deletions a restart finds pending). */
   readonly removeAgent: (agentId: string) => Effect.Effect<boolean, VerifierStoreError>
 }
@@ -133,22 +133,18 @@ const make = Effect.gen(function*() {
   const guarded = (m: LoopMemory, effects: ReadonlyArray<LoopEffect>): Effect.Effect<Next> =>
     performAll(m, effects).pipe(Effect.catchTags(onStepError), Effect.catchAllDefect(onDefect))
 
-  const run = (agentId: string, verifierId: string | null = settings.verifierId) =>
+  const run = (agentId: string, verifierId = settings.verifierId) =>
     Effect.gen(function*() {
       const first = yield* Effect.mapError(agents.findView(agentId), notStarted(agentId))
-      if (Option.isNone(first) || (verifierId !== null && first.value.verifier_id !== verifierId)) return
-      // every start of a loop passes here (add, reactivate, a changed configuration, restart, a
-      // cluster runner taking a dead one's agents: one read and one write, nothing else)
-      // the fencing token: from here on a loop started later (any process) wins every write; none
-      // for a push agent (the same statement checks)
-      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, first.value.verifier_id, runnerName), notStarted(agentId))
-      if (Option.isNone(epoch)) {
-        // only said: read when the claim is refused, never on the way of a start
-        if (Option.isSome(yield* Effect.mapError(pushes.findPushAgent(agentId), notStarted(agentId)))) {
-          yield* Effect.logInfo("not polled: the agent is attested by push")
-        }
+      if (Option.isNone(first) || first.value.verifier_id !== verifierId) return
+      // every start of a loop passes here (add, reactivate, a changed configuration, restart)
+      if (Option.isSome(yield* Effect.mapError(pushes.findPushAgent(agentId), notStarted(agentId)))) {
+        yield* Effect.logInfo("not polled: the agent is attested by push")
         return
       }
+      // the fencing token: from here on a loop started later (any process) wins every write
+      const epoch = yield* Effect.mapError(agents.takeOwnership(agentId, verifierId, runnerName), notStarted(agentId))
+      if (Option.isNone(epoch)) return
       yield* Effect.logDebug(`polling starts (owner epoch ${epoch.value})`)
       const m = memoryOf(first.value, epoch.value)
       yield* setAgentState(agentId, m.state.operationalState)

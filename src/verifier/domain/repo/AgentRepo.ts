@@ -344,15 +344,11 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("attest/verifier/Agen
 
     /**
      * A loop of `verifierId` starts: the next owner epoch, which fences out every older loop, and the
-     * runner it runs on (cluster mode; null otherwise); None when the agent is not this verifier's
-     * or is attested by push (a push agent is never polled: checked in the same statement, so a
-     * loop's start is one read and this write, not a read of push_agents besides).
+     * runner it runs on (cluster mode; null otherwise); None when the agent is not this verifier's.
      */
     const takeOwnership = fnTraced("AgentRepo.takeOwnership")(function*(agentId: string, verifierId: string, runner: string | null = null) {
       const rows = yield* sql<{ owner_epoch: unknown }>`UPDATE verifier_agents SET owner_epoch = owner_epoch + 1, owner_runner = ${runner}
-        WHERE agent_id = ${agentId} AND verifier_id = ${verifierId}
-          AND NOT EXISTS (SELECT 1 FROM push_agents p WHERE p.agent_id = ${agentId})
-        RETURNING owner_epoch`.pipe(Effect.mapError(storeError("take agent ownership")))
+        WHERE agent_id = ${agentId} AND verifier_id = ${verifierId} RETURNING owner_epoch`.pipe(Effect.mapError(storeError("take agent ownership")))
       return rows.length === 0 ? Option.none<number>() : Option.some(Number(rows[0]!.owner_epoch))
     })
 

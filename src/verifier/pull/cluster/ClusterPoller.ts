@@ -16,6 +16,7 @@ import type { VerifierOptions } from "../../../config/sections.js"
 import { AgentLoop } from "../agentLoop.js"
 import { makeAgentLoopRunner } from "../Poller.js"
 import { PollerControl } from "../../domain/PollerControl.js"
+import { AgentRepo } from "../../domain/repo/AgentRepo.js"
 import { FleetRepo } from "../../domain/repo/FleetRepo.js"
 import { ClusterLoops, PullAgent, PullAgentLive } from "./PullAgentEntity.js"
 import { PushDutiesSingleton } from "./PushDutiesSingleton.js"
@@ -37,7 +38,7 @@ const ENSURE_CONCURRENCY = 64
 const ClusterLoopsLive = Layer.effect(
   ClusterLoops,
   Effect.gen(function*() {
-    return { runner: yield* makeAgentLoopRunner, running: new Set<string>() }
+    return { runner: yield* makeAgentLoopRunner, agents: yield* AgentRepo, running: new Set<string>() }
   })
 ).pipe(Layer.provide(AgentLoop.layer))
 

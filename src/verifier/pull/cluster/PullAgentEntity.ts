@@ -16,8 +16,9 @@
  */
 import { ClusterSchema, Entity, type Sharding } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Cause, Context, Effect, Exit, FiberHandle } from "effect"
+import { Cause, Context, Effect, Exit, FiberHandle, Option, Schedule } from "effect"
 import type { AgentLoopRunner } from "../Poller.js"
+import type { AgentRepo } from "../../domain/repo/AgentRepo.js"
 
 export const PullAgent = Entity.make("PullAgent", [
   Rpc.make("Ensure"),
@@ -25,9 +26,10 @@ export const PullAgent = Entity.make("PullAgent", [
   Rpc.make("Stop").annotate(ClusterSchema.Persisted, true)
 ])
 
-/** What this runner's entities share: the loop and which agents' loops run here. */
+/** What this runner's entities share: the loop, the agents' rows, and which agents' loops run here. */
 export interface ClusterLoopsShape {
   readonly runner: AgentLoopRunner
+  readonly agents: AgentRepo
   /** Agents whose loop runs in this process (PollerControl.isOwned). */
   readonly running: Set<string>
 }
@@ -36,22 +38,28 @@ export class ClusterLoops extends Context.Tag("attest/verifier/pull/cluster/Clus
 
 /** An entity with no message for this long, and no loop keeping it alive, is stopped. */
 const MAX_IDLE = "1 minute"
+/** Between reads of the agent's row when the database did not answer. */
+const READ_RETRY = "2 seconds"
 
 export const PullAgentLive = PullAgent.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const agentId = address.entityId
-    const { running, runner } = yield* ClusterLoops
+    const { agents, running, runner } = yield* ClusterLoops
     // handlers do not see the build's context (the keep-alive latch among it): captured here
     const context = yield* Effect.context<Sharding.Sharding | Entity.CurrentAddress>()
     const keepAlive = (on: boolean) => Effect.provide(Entity.keepAlive(on), context)
     const loop = yield* FiberHandle.make<void, never>()
     yield* Effect.addFinalizer(() => Effect.sync(() => running.delete(agentId)))
 
-    // null: the agent's own verifier_id (in cluster mode any runner polls any agent). The loop
-    // reads the row itself (no read here: a takeover starts hundreds at once) and a database that
-    // does not answer is waited out by the runner, which starts the loop again
-    const runOnce = runner.run(agentId, null)
+    // the agent's own verifier_id: in cluster mode any runner polls any agent. A database that
+    // does not answer is waited out, as the loop itself does
+    const runOnce = Effect.gen(function*() {
+      // retried for as long as it fails (orDie only closes the type: it never gives up)
+      const row = yield* agents.find(agentId).pipe(Effect.retry(Schedule.spaced(READ_RETRY)), Effect.orDie)
+      if (Option.isNone(row)) return
+      yield* runner.run(agentId, row.value.verifier_id)
+    })
     const start = (onlyIfMissing: boolean) =>
       Effect.gen(function*() {
         if (onlyIfMissing && running.has(agentId)) return
