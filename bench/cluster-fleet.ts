@@ -66,6 +66,8 @@ interface Child {
   /** The process's /metrics URL (verifiers). */
   readonly metrics?: string
   readonly out: () => string
+  /** The process's CPU ms so far (/proc). */
+  readonly cpu: () => number
   readonly kill: (signal: NodeJS.Signals) => Promise<void>
 }
 
@@ -85,7 +87,7 @@ const childUntil = <A>(args: ReadonlyArray<string>, ready: (out: string) => A | 
         const v = done ? undefined : ready(out)
         if (v !== undefined) {
           done = true
-          resume(Effect.succeed({ value: v, pid: child.pid!, out: () => out, kill: (signal) => (child.kill(signal), Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])) }))
+          resume(Effect.succeed({ value: v, pid: child.pid!, out: () => out, cpu: () => cpuMs(child.pid!), kill: (signal) => (child.kill(signal), Promise.race([exited, new Promise<void>((r) => setTimeout(r, 10_000))])) }))
         }
       })
       child.once("exit", (code) => {
@@ -140,7 +142,7 @@ const startVerifier = (name: string, databaseUrl: string, cluster: boolean, batc
       const metrics = /attest verifier: metrics \(Prometheus\) on (\S+)/.exec(out)?.[1]
       return api === undefined || metrics === undefined ? undefined : { api, metrics }
     }, {}, profile.length > 0 ? "SIGINT" : "SIGKILL")
-    return { ...child, url: child.value.api, metrics: child.value.metrics }
+    return { ...child, url: child.value.api, metrics: child.value.metrics, runner: `127.0.0.1:${runnerPort}` }
   })
 
 type Fleet = { readonly agents: ReadonlyArray<{ id: string; port: number; ak: string }>; readonly cert: string }
@@ -283,7 +285,7 @@ const phase = (
   runners: number,
   cluster: boolean,
   fleet: Fleet,
-  after?: (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) => Effect.Effect<void>,
+  after?: (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child & { readonly runner: string }> }) => Effect.Effect<void>,
   batchWindow?: number
 ) =>
   Effect.scoped(Effect.gen(function*() {
@@ -309,9 +311,19 @@ const phase = (
   }))
 
 /** kill -9 of the last runner: seconds until every agent has a quote received after it. */
-const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
+const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child & { readonly runner: string }> }) =>
   Effect.gen(function*() {
     const doomed = ctx.processes[ctx.processes.length - 1]!
+    const survivor = ctx.processes[0]!
+    // the survivor's steady CPU rate before the kill: what it spends on its own agents, subtracted
+    // from its CPU during the takeover to leave what taking over the dead runner's agents cost
+    const steady0 = survivor.cpu()
+    const steadyT0 = performance.now()
+    yield* sleep(STEADY_S * 1000)
+    const steadyMsPerS = (survivor.cpu() - steady0) / ((performance.now() - steadyT0) / 1000)
+    const orphans = yield* ownedBy(ctx.db, doomed.runner)
+    const cpu0 = survivor.cpu()
+    const us0 = monotonicUs()
     yield* Effect.promise(() => doomed.kill("SIGKILL"))
     const killedAt = Date.now()
     const killedAtS = Math.floor(killedAt / 1000)
@@ -330,6 +342,14 @@ const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
       yield* sleep(250)
     }
     const seconds = (Date.now() - killedAt) / 1000
+    const takeoverMs = survivor.cpu() - cpu0
+    const extraMs = takeoverMs - steadyMsPerS * seconds
+    if (PROF_DIR !== undefined) console.log(`takeover window (monotonic µs): ${us0} ${monotonicUs()}`)
+    console.log(
+      `failover   survivor CPU ${takeoverMs.toFixed(0)} ms in ${seconds.toFixed(1)} s (steady ${steadyMsPerS.toFixed(0)} ms/s before the kill): ` +
+        `${extraMs.toFixed(0)} ms beyond its steady rate for ${orphans} agents taken over = ${(extraMs / Math.max(1, orphans)).toFixed(2)} ms each`
+    )
+    takeoverMsPerAgent = extraMs / Math.max(1, orphans)
     if (process.env["CLUSTER_FLEET_LOG"] !== undefined) {
       const survivorLog = join(process.cwd(), "cluster-fleet-survivor.log")
       writeFileSync(survivorLog, `killed at ${new Date(killedAt).toISOString()}\n${ctx.processes[0]!.out()}`)
@@ -340,6 +360,13 @@ const failover = (ctx: { db: Pg.Pool; processes: ReadonlyArray<Child> }) =>
   })
 
 let failoverSeconds = Number.NaN
+let takeoverMsPerAgent = Number.NaN
+/** Seconds of the survivor's steady CPU measured before the kill. */
+const STEADY_S = 5
+
+/** Active agents whose loop last ran on `runner` (owner_runner). */
+const ownedBy = (db: Pg.Pool, runner: string) =>
+  Effect.promise(async () => Number((await db.query(`SELECT COUNT(*) AS n FROM verifier_agents WHERE owner_runner = $1`, [runner])).rows[0].n))
 
 const main = Effect.gen(function*() {
   console.log(`cluster-fleet: ${AGENTS} agents, quote_interval ${QUOTE_INTERVAL} s, window ${WINDOW_S} s, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`)
@@ -379,6 +406,7 @@ const main = Effect.gen(function*() {
   if (two !== undefined) console.log(`BENCH cluster_db_tx_per_attestation ${two.txPerAttestation.toFixed(3)}`)
   if (two !== undefined && single !== undefined) console.log(`BENCH cluster_cpu_ratio_to_single ${ratio(two).toFixed(3)}`)
   if (two !== undefined) console.log(`BENCH cluster_failover_s ${failoverSeconds.toFixed(1)} s`)
+  if (two !== undefined) console.log(`BENCH cluster_takeover_cpu_ms_per_agent ${takeoverMsPerAgent.toFixed(2)} ms`)
 }).pipe(Effect.scoped)
 
 Effect.runPromise(main).then(
