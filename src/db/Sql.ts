@@ -15,7 +15,6 @@ import Pg from "pg"
 import { watchDbPool } from "../ops/metrics.js"
 import { guardCancels } from "./cancelGuard.js"
 import { MigrationsLive } from "./migrate.js"
-import { walCheckpointer } from "./walCheckpointer.js"
 
 export interface DatabaseOptions {
   /** "" → SQLite under data_dir; `sqlite:<file>` (or `sqlite::memory:`); `postgres://…` / `postgresql://…`. */
@@ -90,9 +89,7 @@ const sqliteLayer = (filename: string, component: string): Layer.Layer<SqlClient
       const watched = Layer.scopedDiscard(
         Effect.acquireRelease(Effect.sync(() => watchDbPool(component, () => ({ total: 1, idle: 0, waiting: 0 }))), (unwatch) => Effect.sync(unwatch))
       )
-      // checkpoints off the event loop (walCheckpointer.ts: a checkpointing commit held it 15–90 ms)
-      const checkpoints = Layer.scopedDiscard(walCheckpointer(filename))
-      return Layer.mergeAll(pragmas, watched, checkpoints).pipe(Layer.provideMerge(client))
+      return Layer.mergeAll(pragmas, watched).pipe(Layer.provideMerge(client))
     })
   )
 
