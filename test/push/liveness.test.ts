@@ -46,6 +46,12 @@ const settle = Effect.repeatN(Effect.yieldNow(), 50)
 
 describe("push liveness and time", () => {
   const backend: TestBackend = "sqlite"
+  /** An attestation of AGENT stored directly, its evidence taken and its verdict not in yet. */
+  const acceptedAttestation = (repo: PushRepo, idx: number, challengesExpireAt: number) =>
+    Effect.zipRight(
+      repo.insertAttestation({ agent_id: AGENT, idx, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: challengesExpireAt }),
+      repo.acceptEvidence(AGENT, idx, "[]", 0)
+    )
   it.scoped("the deadline fires at quote_interval * 5, survives a restart, and reactivation restores acceptance", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase(backend)
@@ -226,8 +232,7 @@ describe("push liveness and time", () => {
         const repo = yield* PushRepo
         // an attestation whose evidence was taken and whose verdict is not in yet
         yield* repo.ensurePushAgent(AGENT, 0)
-        yield* repo.insertAttestation({ agent_id: AGENT, idx: 0, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1_800_000 })
-        yield* repo.acceptEvidence(AGENT, 0, "[]", 0)
+        yield* acceptedAttestation(repo, 0, 1_800_000)
         const sim = yield* SimAgent
         const caps = yield* Effect.orDie(capabilitiesOf(sim.id, sim.source))
         const busy = yield* Effect.flip((yield* Attestations).create(AGENT, caps))
@@ -261,8 +266,7 @@ describe("push liveness and time", () => {
         // four judged attestations written without the creation path (as an older process, or a larger keep, left them)
         yield* repo.ensurePushAgent(AGENT, 0)
         for (let i = 0; i < 4; i++) {
-          yield* repo.insertAttestation({ agent_id: AGENT, idx: i, capabilities: "[]", evidence_requested: "[]", boot_time: "x", capabilities_received_at: 0, challenges_expire_at: 1 })
-          yield* repo.acceptEvidence(AGENT, i, "[]", 0)
+          yield* acceptedAttestation(repo, i, 1)
           yield* repo.completeAttestation(AGENT, i, { pass: true, reason: null, failures: "[]", at: 0 })
         }
         const indexes = Effect.map(repo.listAttestations(AGENT), (rows) => rows.map((a) => a.idx))
